@@ -1,0 +1,119 @@
+// `svc admin`: a thin client of the operator API. Prints the JSON answer; exits 1 on an error answer.
+import { parseArgs } from 'node:util';
+import type { Config } from './config.js';
+
+const HELP = `Usage: svc admin <command> [options]      (SVC_OPERATOR_URL, SVC_OPERATOR_TOKEN)
+
+  org create --code DIGITS --name NAME [--webhooks] [--outbox] [--api-disabled]
+  org get ID
+  org update ID [--name NAME] [--api true|false] [--webhooks true|false] [--outbox true|false]
+  integration create --org ID --name NAME --kind KIND --scopes a,b,c
+  integration list --org ID
+  integration update ID [--status active|disabled|revoked] [--scopes a,b,c] [--name NAME]
+  key create --integration ID --scopes a,b,c [--environment live|test] [--name NAME] [--expires-at ISO]
+  key list --integration ID
+  key revoke ID
+  cursor-keys rotate
+  request METHOD PATH [JSON]     any operator endpoint, e.g. request PUT /organizations/ID/drivers/ID '{...}'
+`;
+
+const OPTIONS = {
+  code: { type: 'string' },
+  name: { type: 'string' },
+  org: { type: 'string' },
+  kind: { type: 'string' },
+  scopes: { type: 'string' },
+  status: { type: 'string' },
+  integration: { type: 'string' },
+  environment: { type: 'string', default: 'live' },
+  'expires-at': { type: 'string' },
+  webhooks: { type: 'string' },
+  outbox: { type: 'string' },
+  api: { type: 'string' },
+  'api-disabled': { type: 'boolean' },
+} as const;
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
+
+const list = (v: string | undefined) => (v === undefined ? undefined : v.split(',').filter(Boolean));
+const flag = (v: string | undefined) => (v === undefined ? undefined : v !== 'false');
+
+function route(words: string[], v: Values): [string, string, unknown?] {
+  const [noun, verb, id] = words;
+  switch (`${noun} ${verb}`) {
+    case 'org create':
+      return [
+        'POST',
+        '/organizations',
+        {
+          code: v.code,
+          name: v.name,
+          webhooks_enabled: flag(v.webhooks) ?? false,
+          outbox_enabled: flag(v.outbox) ?? false,
+          api_enabled: !v['api-disabled'],
+        },
+      ];
+    case 'org get':
+      return ['GET', `/organizations/${id}`];
+    case 'org update':
+      return [
+        'PATCH',
+        `/organizations/${id}`,
+        {
+          name: v.name,
+          api_enabled: flag(v.api),
+          webhooks_enabled: flag(v.webhooks),
+          outbox_enabled: flag(v.outbox),
+        },
+      ];
+    case 'integration create':
+      return [
+        'POST',
+        `/organizations/${v.org}/integrations`,
+        { name: v.name, kind: v.kind, scopes: list(v.scopes) },
+      ];
+    case 'integration list':
+      return ['GET', `/organizations/${v.org}/integrations`];
+    case 'integration update':
+      return ['PATCH', `/integrations/${id}`, { status: v.status, scopes: list(v.scopes), name: v.name }];
+    case 'key create':
+      return [
+        'POST',
+        `/integrations/${v.integration}/keys`,
+        { scopes: list(v.scopes), environment: v.environment, name: v.name, expires_at: v['expires-at'] },
+      ];
+    case 'key list':
+      return ['GET', `/integrations/${v.integration}/keys`];
+    case 'key revoke':
+      return ['POST', `/keys/${id}/revoke`];
+    case 'cursor-keys rotate':
+      return ['POST', '/cursor-keys/rotate'];
+    default:
+      if (noun === 'request' && verb && id) {
+        const body = words[3];
+        return [verb.toUpperCase(), id, body === undefined ? undefined : JSON.parse(body)];
+      }
+      throw new Error(`unknown admin command: ${words.join(' ')}\n\n${HELP}`);
+  }
+}
+
+export async function adminCommand(args: string[], config: Config): Promise<number> {
+  const { values, positionals } = parseArgs({ args, options: OPTIONS, allowPositionals: true });
+  if (positionals.length === 0 || positionals[0] === 'help') {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  if (!config.operatorToken) throw new Error('SVC_OPERATOR_TOKEN: required by svc admin');
+  const [method, path, body] = route(positionals, values);
+  const response = await fetch(`${config.operatorUrl}/operator/v1${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${config.operatorToken}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  process.stdout.write(`${text}\n`);
+  return response.ok ? 0 : 1;
+}

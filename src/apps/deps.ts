@@ -1,0 +1,20 @@
+// What the applications are built from. The CLI makes these from the configuration; tests make
+// them around a fresh database.
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../config.js';
+import type { Db } from '../db/db.js';
+import type { IdentityCache } from '../http/auth.js';
+import type { CursorCodec } from '../http/cursor.js';
+import type { Metrics } from '../http/metrics.js';
+import type { RateLimitStore } from '../ratelimit/store.js';
+
+export interface Deps {
+  config: Config;
+  db: Db;
+  logger: FastifyBaseLogger;
+  identities: IdentityCache;
+  limiter: RateLimitStore;
+  metrics: Metrics;
+  cursors: CursorCodec;
+  now: () => number;
+}

@@ -1,0 +1,31 @@
+// The operator API: the platform's side. Its own listener (127.0.0.1 by default), one bearer token.
+import { AppError } from '../http/errors.js';
+import { type App, createHttpApp } from '../http/kit.js';
+import { integrationRoutes } from '../operator/integrations.js';
+import { organizationRoutes } from '../operator/organizations.js';
+import { systemRoutes } from '../operator/system.js';
+import { safeEqual } from '../security/secrets.js';
+import type { Deps } from './deps.js';
+
+export const OPERATOR_PREFIX = '/operator/v1';
+
+export async function buildOperatorApp(deps: Deps, token: string): Promise<App> {
+  if (token.length < 32) throw new Error('the operator API needs a token of at least 32 characters');
+  const expected = `Bearer ${token}`;
+  const app = createHttpApp({ name: 'operator', logger: deps.logger, metrics: deps.metrics });
+  app.addHook('onRequest', async (request) => {
+    if (request.is404) return;
+    const given = request.headers.authorization ?? '';
+    if (!safeEqual(given, expected)) throw new AppError('unauthorized');
+  });
+  await app.register(
+    async (api) => {
+      const scoped = api as App;
+      systemRoutes(scoped, deps);
+      organizationRoutes(scoped, deps);
+      integrationRoutes(scoped, deps);
+    },
+    { prefix: OPERATOR_PREFIX },
+  );
+  return app;
+}

@@ -1,0 +1,101 @@
+// svc: serve | migrate | demo | admin
+import { randomBytes } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { adminCommand } from './admin.js';
+import { buildOperatorApp } from './apps/operator.js';
+import { buildPublicApp, PUBLIC_PREFIX } from './apps/public.js';
+import { type Config, ConfigError, loadConfig } from './config.js';
+import { migrate } from './db/migrate.js';
+import { prepareDemo, printDemoBanner } from './demo/demo.js';
+import { startMaintenance } from './maintenance.js';
+import { createDeps, openDatabase } from './runtime.js';
+
+const USAGE = `Usage: svc <command>
+
+  serve [--demo]   public API (SVC_PORT, 8080) and operator API (SVC_OPERATOR_PORT, 8081)
+                   --demo: seed the demo organization when missing and print a fresh API key
+  migrate          apply database migrations and exit
+  demo             seed the demo organization when missing and exit
+  admin ...        client of the operator API (svc admin help)
+`;
+
+function config(): Config {
+  try {
+    return loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) throw new Error(`Invalid configuration: ${error.message}`);
+    throw error;
+  }
+}
+
+async function serve(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { demo: { type: 'boolean', default: false } } });
+  const cfg = config();
+  let operatorToken = cfg.operatorToken;
+  if (!operatorToken) {
+    if (!values.demo)
+      throw new Error('SVC_OPERATOR_TOKEN: required (at least 32 characters) to start the operator API');
+    operatorToken = randomBytes(24).toString('base64url');
+  }
+  const db = await openDatabase(cfg);
+  const deps = await createDeps(cfg, db);
+  const demo = values.demo ? await prepareDemo(deps) : null;
+  const api = await buildPublicApp(deps);
+  const operator = await buildOperatorApp(deps, operatorToken);
+  await api.listen({ host: cfg.host, port: cfg.port });
+  await operator.listen({ host: cfg.operatorHost, port: cfg.operatorPort });
+  const maintenance = startMaintenance(deps);
+
+  if (demo) {
+    const address = api.server.address();
+    const port = typeof address === 'object' && address ? address.port : cfg.port;
+    printDemoBanner({
+      baseUrl: `http://localhost:${port}${PUBLIC_PREFIX}`,
+      operatorUrl: `http://${cfg.operatorHost}:${cfg.operatorPort}`,
+      operatorToken: cfg.operatorToken ? null : operatorToken,
+      ...demo,
+    });
+  }
+
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  maintenance.stop();
+  await api.close();
+  await operator.close();
+  await deps.limiter.close();
+  await db.close();
+  return 0;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'serve':
+      return serve(rest);
+    case 'migrate': {
+      const db = await openDatabase(config());
+      const applied = await migrate(db);
+      await db.close();
+      console.log(JSON.stringify({ applied }));
+      return 0;
+    }
+    case 'demo': {
+      const cfg = config();
+      const db = await openDatabase(cfg);
+      const deps = await createDeps(cfg, db);
+      const demo = await prepareDemo(deps);
+      await deps.limiter.close();
+      await db.close();
+      console.log(JSON.stringify({ organization_id: demo.organizationId, key: demo.key }));
+      return 0;
+    }
+    case 'admin':
+      return adminCommand(rest, config());
+    default:
+      process.stdout.write(USAGE);
+      return command === undefined || command === 'help' || command === '--help' ? 0 : 2;
+  }
+}

@@ -1,0 +1,112 @@
+// The only place that reads process.env. Every variable is validated at start and a bad one
+// stops the process with a message that names it.
+
+export type Environment = 'live' | 'test';
+
+export interface RateLimitConfig {
+  windowMs: number;
+  perKey: number;
+  perOrganization: number;
+  perEndpoint: number;
+  authFailuresPerIp: number;
+}
+
+export interface Config {
+  environment: Environment;
+  databaseUrl: string | null;
+  dataDir: string;
+  redisUrl: string | null;
+  host: string;
+  port: number;
+  operatorHost: string;
+  operatorPort: number;
+  operatorToken: string | null;
+  /** Where `svc admin` finds the operator API. */
+  operatorUrl: string;
+  masterKey: Buffer | null;
+  logLevel: string;
+  authCacheTtlMs: number;
+  trustProxy: boolean;
+  rateLimits: RateLimitConfig;
+  eventRetentionDays: number;
+  idempotencyRetentionHours: number;
+  idempotencyClaimTimeoutMs: number;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    reason: string,
+  ) {
+    super(`${variable}: ${reason}`);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max)
+    throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!allowed.includes(raw as T)) throw new ConfigError(name, `must be one of ${allowed.join(', ')}`);
+  return raw as T;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  return oneOf(env, name, ['true', 'false'], fallback ? 'true' : 'false') === 'true';
+}
+
+/** A master key is 32 bytes, given as 64 hex characters or as base64. */
+export function parseMasterKey(raw: string, name = 'SVC_MASTER_KEY'): Buffer {
+  const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
+  if (key.length !== 32) throw new ConfigError(name, 'must be 32 bytes as 64 hex characters or base64');
+  return key;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const operatorToken = env.SVC_OPERATOR_TOKEN || null;
+  if (operatorToken !== null && operatorToken.length < 32) {
+    throw new ConfigError('SVC_OPERATOR_TOKEN', 'must be at least 32 characters');
+  }
+  const eventRetentionDays = int(env, 'SVC_EVENT_RETENTION_DAYS', 30, 30, 3650);
+  return {
+    environment: oneOf(env, 'SVC_ENVIRONMENT', ['live', 'test'], 'live'),
+    databaseUrl: env.DATABASE_URL || null,
+    dataDir: env.SVC_DATA_DIR || './data',
+    redisUrl: env.REDIS_URL || null,
+    host: env.SVC_HOST || '0.0.0.0',
+    port: int(env, 'SVC_PORT', 8080, 0, 65535),
+    operatorHost: env.SVC_OPERATOR_HOST || '127.0.0.1',
+    operatorPort: int(env, 'SVC_OPERATOR_PORT', 8081, 0, 65535),
+    operatorToken,
+    operatorUrl: env.SVC_OPERATOR_URL || `http://127.0.0.1:${int(env, 'SVC_OPERATOR_PORT', 8081, 0, 65535)}`,
+    masterKey: env.SVC_MASTER_KEY ? parseMasterKey(env.SVC_MASTER_KEY) : null,
+    logLevel: oneOf(
+      env,
+      'SVC_LOG_LEVEL',
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+      'info',
+    ),
+    authCacheTtlMs: int(env, 'SVC_AUTH_CACHE_TTL_MS', 5000, 0, 60_000),
+    trustProxy: bool(env, 'SVC_TRUST_PROXY', false),
+    rateLimits: {
+      windowMs: int(env, 'SVC_RATE_WINDOW_MS', 60_000, 1000),
+      perKey: int(env, 'SVC_RATE_PER_KEY', 600, 1),
+      perOrganization: int(env, 'SVC_RATE_PER_ORGANIZATION', 1200, 1),
+      perEndpoint: int(env, 'SVC_RATE_PER_ENDPOINT', 300, 1),
+      authFailuresPerIp: int(env, 'SVC_RATE_AUTH_FAILURES_PER_IP', 60, 1),
+    },
+    eventRetentionDays,
+    idempotencyRetentionHours: int(env, 'SVC_IDEMPOTENCY_RETENTION_HOURS', 24, 1, 24 * 30),
+    idempotencyClaimTimeoutMs: int(env, 'SVC_IDEMPOTENCY_CLAIM_TIMEOUT_MS', 5 * 60_000, 1000),
+  };
+}

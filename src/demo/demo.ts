@@ -1,0 +1,87 @@
+// The embedded demo: one organization with a catalogue and bookings (some received from a partner
+// through the exchange), one integration holding every scope, and a fresh live key on every start.
+// Keys are never stored in clear, so a restart revokes the previous demo key and prints a new one.
+import type { Deps } from '../apps/deps.js';
+import { ACTIVE_SCOPES } from '../http/scopes.js';
+import { createApiKey } from '../operator/integrations.js';
+import { seedDemoData } from './data.js';
+
+export const DEMO_CODE = '100';
+const DEMO_KEY_NAME = 'demo';
+
+export interface DemoAccess {
+  organizationId: string;
+  key: string;
+  bookingReference: string | null;
+}
+
+export async function prepareDemo(deps: Pick<Deps, 'db' | 'config' | 'identities'>): Promise<DemoAccess> {
+  const { db } = deps;
+  let [org] = await db.query<{ id: string }>('SELECT id FROM organizations WHERE code = $1', [DEMO_CODE]);
+  if (!org) {
+    [org] = await db.query<{ id: string }>(
+      `INSERT INTO organizations (code, name, api_enabled, webhooks_enabled, outbox_enabled)
+       VALUES ($1, 'Traslados Demo', true, true, true) RETURNING id`,
+      [DEMO_CODE],
+    );
+    await seedDemoData(db, (org as { id: string }).id);
+  }
+  const organizationId = (org as { id: string }).id;
+  let [integration] = await db.query<{ id: string; scopes: string[] }>(
+    `SELECT id, scopes FROM integrations WHERE organization_id = $1 AND name = 'Demo' ORDER BY created_at LIMIT 1`,
+    [organizationId],
+  );
+  if (!integration) {
+    [integration] = await db.query<{ id: string; scopes: string[] }>(
+      `INSERT INTO integrations (organization_id, name, kind, scopes) VALUES ($1, 'Demo', 'custom', $2)
+       RETURNING id, scopes`,
+      [organizationId, [...ACTIVE_SCOPES]],
+    );
+  }
+  const demoIntegration = integration as { id: string; scopes: string[] };
+  await db.query(
+    `UPDATE api_keys SET revoked_at = now() WHERE integration_id = $1 AND name = $2 AND revoked_at IS NULL`,
+    [demoIntegration.id, DEMO_KEY_NAME],
+  );
+  deps.identities.clear();
+  const issued = await createApiKey(db, demoIntegration, {
+    name: DEMO_KEY_NAME,
+    scopes: demoIntegration.scopes as never,
+    environment: deps.config.environment,
+  });
+  const [booking] = await db.query<{ reference: string }>(
+    `SELECT reference FROM bookings WHERE originator_organization_id = $1 ORDER BY created_at DESC LIMIT 1`,
+    [organizationId],
+  );
+  return { organizationId, key: issued.key, bookingReference: booking?.reference ?? null };
+}
+
+export function printDemoBanner(info: {
+  baseUrl: string;
+  operatorUrl: string;
+  operatorToken: string | null;
+  key: string;
+  bookingReference: string | null;
+}): void {
+  const lines = [
+    '',
+    'SVC Integration API is running on its embedded database (demo data).',
+    '',
+    `  API key (live, every scope; a new one is printed on each start):`,
+    `    ${info.key}`,
+    '',
+    '  Try it:',
+    `    curl -s -H "Authorization: Bearer ${info.key}" ${info.baseUrl}/integrations/me`,
+    `    curl -s -H "Authorization: Bearer ${info.key}" "${info.baseUrl}/bookings?limit=2"`,
+  ];
+  if (info.bookingReference) {
+    lines.push(
+      `    curl -s -H "Authorization: Bearer ${info.key}" ${info.baseUrl}/bookings/${info.bookingReference}`,
+    );
+  }
+  lines.push('', `  Operator API: ${info.operatorUrl}/operator/v1`);
+  if (info.operatorToken)
+    lines.push(`    SVC_OPERATOR_TOKEN=${info.operatorToken}   (generated for this run)`);
+  lines.push('');
+  process.stdout.write(`${lines.join('\n')}\n`);
+}

@@ -1,0 +1,110 @@
+// What every public route runs before its handler, in the contract's order:
+// IP failure limit -> API key (401s) -> rate limits (429, headers) -> integration and
+// organization state (403) -> scopes (403, counted against the limits like a served request).
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Environment, RateLimitConfig } from '../config.js';
+import type { RateLimitStore } from '../ratelimit/store.js';
+import { API_KEY_PATTERN, keyEnvironment } from '../security/secrets.js';
+import type { Identity, IdentityCache } from './auth.js';
+import { AppError, type ErrorCode } from './errors.js';
+import type { App } from './kit.js';
+import type { Scope } from './scopes.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    identity: Identity | null;
+  }
+  interface FastifyContextConfig {
+    /** Every scope the route needs. */
+    scopes?: readonly Scope[];
+    /** A part of the API the organization must have enabled besides the API itself. */
+    feature?: 'webhooks';
+  }
+}
+
+export interface GuardDeps {
+  identities: IdentityCache;
+  limiter: RateLimitStore;
+  limits: RateLimitConfig;
+  environment: Environment;
+  now?: () => number;
+}
+
+const BEARER = /^Bearer[ ]+(\S+)[ ]*$/i;
+
+function rateLimited(retryAfterMs: number): AppError {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return new AppError('rate_limited', { retry_after: seconds });
+}
+
+/** The identity of a route that went through the guard. */
+export function identityOf(request: FastifyRequest): Identity {
+  if (!request.identity) throw new AppError('internal');
+  return request.identity;
+}
+
+export function installGuard(app: App, deps: GuardDeps): void {
+  const now = deps.now ?? Date.now;
+  const { limits, limiter } = deps;
+  app.decorateRequest('identity', null);
+
+  async function authenticate(request: FastifyRequest): Promise<Identity> {
+    const ipBucket = [{ key: `ip:${request.ip}`, limit: limits.authFailuresPerIp }];
+    const ip = await limiter.hit(ipBucket, limits.windowMs, 'peek');
+    if (!ip.allowed) throw rateLimited(ip.retryAfterMs);
+
+    const fail = async (code: ErrorCode): Promise<never> => {
+      await limiter.hit(ipBucket, limits.windowMs, 'record');
+      throw new AppError(code);
+    };
+
+    const header = request.headers.authorization;
+    const match = header ? BEARER.exec(header) : null;
+    if (!match) return fail('unauthorized');
+    const key = match[1] as string;
+    if (!API_KEY_PATTERN.test(key)) return fail('invalid_key');
+    if (keyEnvironment(key) !== deps.environment) return fail('wrong_environment');
+    const identity = await deps.identities.lookup(key);
+    if (!identity) return fail('invalid_key');
+    if (identity.key.revokedAt) return fail('revoked_key');
+    if (identity.key.expiresAt && identity.key.expiresAt.getTime() <= now()) return fail('expired_key');
+    return identity;
+  }
+
+  async function admit(request: FastifyRequest, reply: FastifyReply, identity: Identity): Promise<void> {
+    const endpoint = `${request.method} ${request.routeOptions.url}`;
+    const decision = await limiter.hit(
+      [
+        { key: `key:${identity.key.id}`, limit: limits.perKey },
+        { key: `org:${identity.organization.id}`, limit: limits.perOrganization },
+        { key: `endpoint:${identity.key.id}:${endpoint}`, limit: limits.perEndpoint },
+      ],
+      limits.windowMs,
+      'take',
+    );
+    if (!decision.allowed) throw rateLimited(decision.retryAfterMs);
+    reply.header('x-ratelimit-limit', String(limits.perKey));
+    reply.header('x-ratelimit-remaining', String(decision.remaining));
+  }
+
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.is404) return;
+    const identity = await authenticate(request);
+    await admit(request, reply, identity);
+    if (identity.integration.status !== 'active') throw new AppError('integration_disabled');
+    if (!identity.organization.apiEnabled) throw new AppError('api_disabled');
+    const config = request.routeOptions.config;
+    if (config.feature === 'webhooks' && !identity.organization.webhooksEnabled) {
+      throw new AppError(
+        'api_disabled',
+        undefined,
+        'Los webhooks no están habilitados para esta organización.',
+      );
+    }
+    const missing = (config.scopes ?? []).find((s) => !identity.scopes.includes(s));
+    if (missing) {
+      throw new AppError('insufficient_scope', { required_scope: missing }, `Falta el permiso ${missing}.`);
+    }
+    request.identity = identity;
+  });
+}

@@ -1,0 +1,154 @@
+// The HTTP kit every request of both APIs passes through: request id, JSON-only bodies with a
+// size cap, schema validation, the single error renderer, 404 and the server-level 405.
+import { randomBytes } from 'node:crypto';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import { AppError, errorBody } from './errors.js';
+import type { Metrics } from './metrics.js';
+import { compileValidator, type ValidationPart, validationError } from './validation.js';
+
+/** 256 KiB, counted in bytes of the UTF-8 body. */
+export const BODY_LIMIT = 256 * 1024;
+export const REQUEST_ID_HEADER = 'x-svc-request-id';
+
+export interface KitOptions {
+  logger: FastifyBaseLogger;
+  trustProxy?: boolean;
+  /** Names the application in metrics. */
+  name: 'public' | 'operator';
+  metrics?: Metrics;
+}
+
+export type App = FastifyInstance<
+  import('node:http').Server,
+  import('node:http').IncomingMessage,
+  import('node:http').ServerResponse,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+const newRequestId = () => `req_${randomBytes(12).toString('base64url')}`;
+
+/** Maps what Fastify itself rejects onto the contract's codes. */
+function toAppError(error: FastifyError): AppError | null {
+  if (error instanceof AppError) return error;
+  if (error.validation) {
+    return validationError(error.validation as never, (error.validationContext ?? 'body') as ValidationPart);
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('payload_too_large', { limit_bytes: BODY_LIMIT });
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_TYPE':
+      return new AppError('unsupported_media_type');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError('validation_error', { field: 'body' }, 'El cuerpo JSON está vacío.');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new AppError('validation_error', { field: 'body' }, 'El cuerpo no es JSON válido.');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new AppError('validation_error', { field: 'body' }, 'Content-Length no coincide con el cuerpo.');
+  }
+  // The JSON parser's own syntax errors (and prototype-poisoning refusals) are 400s.
+  if (error instanceof SyntaxError || error.statusCode === 400) {
+    return new AppError('validation_error', { field: 'body' }, 'El cuerpo no es JSON válido.');
+  }
+  return null;
+}
+
+function routePattern(url: string): RegExp {
+  const escaped = url
+    .split('/')
+    .map((part) => (part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('/');
+  return new RegExp(`^${escaped}/?$`);
+}
+
+export function createHttpApp(options: KitOptions): App {
+  const app = Fastify({
+    loggerInstance: options.logger,
+    genReqId: newRequestId,
+    bodyLimit: BODY_LIMIT,
+    trustProxy: options.trustProxy ?? false,
+    exposeHeadRoutes: false,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setValidatorCompiler(compileValidator);
+
+  const { metrics } = options;
+  if (metrics) {
+    app.addHook('onResponse', async (request, reply) => {
+      metrics.requestDuration.observe(
+        {
+          app: options.name,
+          method: request.method,
+          route: request.is404 ? 'unknown' : (request.routeOptions.url ?? 'unknown'),
+          status: String(reply.statusCode),
+        },
+        reply.elapsedTime / 1000,
+      );
+    });
+  }
+
+  // JSON is the only body media type. The default parser keeps its prototype-poisoning guard.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(
+    'application/json',
+    { parseAs: 'string' },
+    app.getDefaultJsonParser('error', 'error'),
+  );
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header(REQUEST_ID_HEADER, request.id);
+  });
+
+  // A route that declares a body needs application/json even when the body is empty.
+  app.addHook('preValidation', async (request) => {
+    if (!request.routeOptions.schema?.body) return;
+    const type = request.headers['content-type'];
+    if (!type || !/^application\/json\s*(;|$)/i.test(type)) throw new AppError('unsupported_media_type');
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const known = toAppError(error);
+    if (!known) request.log.error({ err: error }, 'unexpected failure');
+    const appError = known ?? new AppError('internal');
+    if (appError.status >= 500 && known) request.log.error({ err: error }, 'server error');
+    if (appError.code === 'rate_limited' && appError.details?.retry_after !== undefined) {
+      reply.header('retry-after', String(appError.details.retry_after));
+    }
+    return reply.code(appError.status).type('application/json').send(errorBody(appError, request.id));
+  });
+
+  // Registered routes, to tell "no such path" (404) from "no such method on this path" (405).
+  const routes = new Map<string, { pattern: RegExp; methods: Set<string> }>();
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const entry = routes.get(route.url) ?? { pattern: routePattern(route.url), methods: new Set<string>() };
+    for (const m of methods) entry.methods.add(m.toUpperCase());
+    routes.set(route.url, entry);
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '';
+    const allowed = new Set<string>();
+    for (const { pattern, methods } of routes.values()) {
+      if (pattern.test(path)) for (const m of methods) allowed.add(m);
+    }
+    if (allowed.size > 0) {
+      // The one error without envelope or request id: answered by the server, before the API.
+      reply.removeHeader(REQUEST_ID_HEADER);
+      return reply
+        .code(405)
+        .header('allow', [...allowed].sort().join(', '))
+        .type('text/plain; charset=utf-8')
+        .send('Method Not Allowed');
+    }
+    return reply
+      .code(404)
+      .type('application/json')
+      .send(errorBody(new AppError('not_found'), request.id));
+  });
+
+  return app;
+}

@@ -1,0 +1,10 @@
+// Schema pieces shared by every route of both APIs.
+import { type TSchema, Type } from 'typebox';
+
+export const Uuid = Type.String({ format: 'uuid' });
+/** Rows carry Dates; the serializer writes them as ISO 8601 strings. */
+export const DateTime = Type.Unsafe<Date | string>({ type: 'string', format: 'date-time' });
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+export const IdParams = Type.Object({ id: Uuid });
+/** A date-time received in a body or a query. */
+export const DateTimeInput = Type.String({ format: 'date-time' });

@@ -1,0 +1,32 @@
+// Periodic housekeeping run by `svc serve`: each task deletes what the contract no longer needs
+// to keep. Tasks are idempotent, so several processes may run them at once.
+import type { Deps } from './apps/deps.js';
+
+export interface MaintenanceTask {
+  name: string;
+  /** Returns how many rows it removed. */
+  run(deps: Pick<Deps, 'db' | 'config' | 'now'>): Promise<number>;
+}
+
+export const MAINTENANCE_TASKS: MaintenanceTask[] = [];
+
+export async function runMaintenance(deps: Pick<Deps, 'db' | 'config' | 'now' | 'logger'>): Promise<void> {
+  for (const task of MAINTENANCE_TASKS) {
+    try {
+      const removed = await task.run(deps);
+      if (removed > 0) deps.logger.info({ task: task.name, removed }, 'maintenance');
+    } catch (error) {
+      deps.logger.error({ err: error, task: task.name }, 'maintenance task failed');
+    }
+  }
+}
+
+export function startMaintenance(
+  deps: Pick<Deps, 'db' | 'config' | 'now' | 'logger'>,
+  everyMs = 10 * 60_000,
+) {
+  const timer = setInterval(() => void runMaintenance(deps), everyMs);
+  timer.unref();
+  void runMaintenance(deps);
+  return { stop: () => clearInterval(timer) };
+}

@@ -1,0 +1,76 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import type { Bucket, Clock, Decision, HitMode, RateLimitStore } from './store.js';
+
+// One script decides for all buckets of a request atomically, so API processes that share Redis
+// admit exactly what one process would. Each bucket is a sorted set of request timestamps.
+const SCRIPT = `
+local now = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local mode = ARGV[3]
+local member = ARGV[4]
+local counts = {}
+local retry = 0
+for i, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  local count = redis.call('ZCARD', key)
+  local limit = tonumber(ARGV[4 + i])
+  counts[i] = count
+  if count >= limit then
+    local freeing = redis.call('ZRANGE', key, count - limit, count - limit, 'WITHSCORES')
+    local wait = tonumber(freeing[2]) + window - now
+    if wait > retry then retry = wait end
+  end
+end
+local adds = mode == 'record' or (mode == 'take' and retry == 0)
+local remaining = -1
+for i, key in ipairs(KEYS) do
+  local limit = tonumber(ARGV[4 + i])
+  if adds then
+    redis.call('ZADD', key, now, member)
+    redis.call('PEXPIRE', key, window)
+    counts[i] = counts[i] + 1
+  end
+  local left = limit - counts[i]
+  if left < 0 then left = 0 end
+  if remaining < 0 or left < remaining then remaining = left end
+end
+if remaining < 0 then remaining = 0 end
+return {retry == 0 and 1 or 0, remaining, retry}
+`;
+
+export interface RedisStoreOptions {
+  url: string;
+  /** Namespaces keys, so tests (or several deployments) can share one Redis. */
+  prefix?: string;
+  now?: Clock;
+}
+
+export function createRedisStore(options: RedisStoreOptions): RateLimitStore {
+  const redis = new Redis(options.url, {
+    maxRetriesPerRequest: 2,
+    enableOfflineQueue: true,
+    lazyConnect: false,
+  });
+  redis.on('error', () => {});
+  redis.defineCommand('svcRateHit', { lua: SCRIPT });
+  const prefix = options.prefix ?? 'svc:rl:';
+  const now = options.now ?? Date.now;
+  let sequence = 0;
+  const node = randomBytes(4).toString('hex');
+  return {
+    async hit(buckets: readonly Bucket[], windowMs: number, mode: HitMode): Promise<Decision> {
+      const keys = buckets.map((b) => prefix + b.key);
+      const t = now();
+      const member = `${t}:${node}:${sequence++}`;
+      const args = [t, windowMs, mode, member, ...buckets.map((b) => b.limit)];
+      const [allowed, remaining, retry] = (await (
+        redis as unknown as { svcRateHit(n: number, ...a: unknown[]): Promise<number[]> }
+      ).svcRateHit(keys.length, ...keys, ...args)) as [number, number, number];
+      return { allowed: allowed === 1, remaining, retryAfterMs: retry };
+    },
+    async close() {
+      await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}

@@ -1,0 +1,55 @@
+// Builds the dependencies of the applications from the configuration.
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Deps } from './apps/deps.js';
+import type { Config } from './config.js';
+import { createPgliteDb, createPostgresDb, type Db } from './db/db.js';
+import { migrate } from './db/migrate.js';
+import { createIdentityCache } from './http/auth.js';
+import { createCursorCodec } from './http/cursor.js';
+import { createMetrics } from './http/metrics.js';
+import { createLogger } from './logger.js';
+import { createMemoryStore } from './ratelimit/memory.js';
+import { createRedisStore } from './ratelimit/redis.js';
+import { newMasterKey } from './security/secrets.js';
+
+export async function openDatabase(config: Config): Promise<Db> {
+  if (config.databaseUrl) return createPostgresDb({ url: config.databaseUrl });
+  await mkdir(config.dataDir, { recursive: true });
+  return createPgliteDb(join(config.dataDir, 'pglite'));
+}
+
+/**
+ * The master key protects derived secrets (cursor signing today). A server database needs it
+ * given (SVC_MASTER_KEY); the embedded one keeps a generated key beside its data, readable by
+ * the owner only.
+ */
+export async function resolveMasterKey(config: Config): Promise<Buffer> {
+  if (config.masterKey) return config.masterKey;
+  if (config.databaseUrl) throw new Error('SVC_MASTER_KEY: required when DATABASE_URL is set');
+  const file = join(config.dataDir, 'master.key');
+  try {
+    return Buffer.from((await readFile(file, 'utf8')).trim(), 'hex');
+  } catch {
+    const key = newMasterKey();
+    await mkdir(config.dataDir, { recursive: true });
+    await writeFile(file, key.toString('hex'), { mode: 0o600 });
+    return key;
+  }
+}
+
+export async function createDeps(config: Config, db: Db): Promise<Deps> {
+  const now = Date.now;
+  const masterKey = await resolveMasterKey(config);
+  await migrate(db);
+  return {
+    config,
+    db,
+    logger: createLogger(config.logLevel),
+    identities: createIdentityCache(db, config.authCacheTtlMs, now),
+    limiter: config.redisUrl ? createRedisStore({ url: config.redisUrl, now }) : createMemoryStore(now),
+    metrics: createMetrics(),
+    cursors: createCursorCodec({ db, masterKey, refreshMs: config.authCacheTtlMs, now }),
+    now,
+  };
+}
