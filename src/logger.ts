@@ -17,6 +17,8 @@ export const REDACTED_PATHS = [
   '*.operatorToken',
   'masterKey',
   '*.masterKey',
+  'secret_hash',
+  '*.secret_hash',
 ];
 
 export function createLogger(level: string, destination?: DestinationStream): FastifyBaseLogger {

@@ -1,6 +1,8 @@
 // Periodic housekeeping run by `svc serve`: each task deletes what the contract no longer needs
 // to keep. Tasks are idempotent, so several processes may run them at once.
+import { eventRetentionTask } from './api/events/retention.js';
 import type { Deps } from './apps/deps.js';
+import { pruneIdempotencyKeys } from './http/idempotency.js';
 
 export interface MaintenanceTask {
   name: string;
@@ -8,7 +10,13 @@ export interface MaintenanceTask {
   run(deps: Pick<Deps, 'db' | 'config' | 'now'>): Promise<number>;
 }
 
-export const MAINTENANCE_TASKS: MaintenanceTask[] = [];
+export const MAINTENANCE_TASKS: MaintenanceTask[] = [
+  eventRetentionTask,
+  {
+    name: 'idempotency-keys',
+    run: ({ db, config }) => pruneIdempotencyKeys(db, config.idempotencyRetentionHours),
+  },
+];
 
 export async function runMaintenance(deps: Pick<Deps, 'db' | 'config' | 'now' | 'logger'>): Promise<void> {
   for (const task of MAINTENANCE_TASKS) {

@@ -1,6 +1,11 @@
 // The public Integration API v1: the kit, the guard and the resources. Builds; never listens.
+import { bookingRoutes } from '../api/bookings/routes.js';
+import { catalogueRoutes } from '../api/catalogue/routes.js';
+import { eventRoutes } from '../api/events/routes.js';
+import { externalIdRoutes } from '../api/external-ids/routes.js';
 import { integrationRoutes } from '../api/integrations/routes.js';
 import { installGuard } from '../http/guard.js';
+import { installIdempotency } from '../http/idempotency.js';
 import { type App, createHttpApp } from '../http/kit.js';
 import type { Deps } from './deps.js';
 
@@ -19,10 +24,20 @@ export async function buildPublicApp(deps: Deps): Promise<App> {
     limits: deps.config.rateLimits,
     environment: deps.config.environment,
     now: deps.now,
+    metrics: deps.metrics,
+  });
+  installIdempotency(app, {
+    db: deps.db,
+    claimTimeoutMs: deps.config.idempotencyClaimTimeoutMs,
+    retentionHours: deps.config.idempotencyRetentionHours,
   });
   await app.register(
     async (api) => {
       integrationRoutes(api as App, deps.config.rateLimits);
+      bookingRoutes(api as App, { db: deps.db, cursors: deps.cursors });
+      catalogueRoutes(api as App, { db: deps.db, cursors: deps.cursors });
+      eventRoutes(api as App, { db: deps.db, cursors: deps.cursors });
+      externalIdRoutes(api as App, deps);
     },
     { prefix: PUBLIC_PREFIX },
   );

@@ -80,7 +80,11 @@ export function createPostgresDb(options: PostgresOptions): Db {
 
 /** dataDir null keeps the database in memory (tests). */
 export async function createPgliteDb(dataDir: string | null): Promise<Db> {
-  const lite = new PGlite(dataDir ?? undefined, { parsers: { [INT8]: toNumber, [NUMERIC]: toNumber } });
+  // One options object: PGlite ignores the second argument when the first is not a string.
+  const lite = new PGlite({
+    dataDir: dataDir ?? undefined,
+    parsers: { [INT8]: toNumber, [NUMERIC]: toNumber },
+  });
   await lite.waitReady;
   return {
     kind: 'pglite',

@@ -17,16 +17,21 @@ export interface DemoAccess {
 
 export async function prepareDemo(deps: Pick<Deps, 'db' | 'config' | 'identities'>): Promise<DemoAccess> {
   const { db } = deps;
-  let [org] = await db.query<{ id: string }>('SELECT id FROM organizations WHERE code = $1', [DEMO_CODE]);
-  if (!org) {
-    [org] = await db.query<{ id: string }>(
+  // The organization and its data are written together: a failed seed leaves no empty demo.
+  const organizationId = await db.tx(async (q) => {
+    const [found] = await q.query<{ id: string }>('SELECT id FROM organizations WHERE code = $1', [
+      DEMO_CODE,
+    ]);
+    if (found) return found.id;
+    const [created] = await q.query<{ id: string }>(
       `INSERT INTO organizations (code, name, api_enabled, webhooks_enabled, outbox_enabled)
        VALUES ($1, 'Traslados Demo', true, true, true) RETURNING id`,
       [DEMO_CODE],
     );
-    await seedDemoData(db, (org as { id: string }).id);
-  }
-  const organizationId = (org as { id: string }).id;
+    const id = (created as { id: string }).id;
+    await seedDemoData(q, id);
+    return id;
+  });
   let [integration] = await db.query<{ id: string; scopes: string[] }>(
     `SELECT id, scopes FROM integrations WHERE organization_id = $1 AND name = 'Demo' ORDER BY created_at LIMIT 1`,
     [organizationId],

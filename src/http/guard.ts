@@ -8,6 +8,7 @@ import { API_KEY_PATTERN, keyEnvironment } from '../security/secrets.js';
 import type { Identity, IdentityCache } from './auth.js';
 import { AppError, type ErrorCode } from './errors.js';
 import type { App } from './kit.js';
+import type { Metrics } from './metrics.js';
 import type { Scope } from './scopes.js';
 
 declare module 'fastify' {
@@ -28,6 +29,8 @@ export interface GuardDeps {
   limits: RateLimitConfig;
   environment: Environment;
   now?: () => number;
+  /** Counts refusals by authentication (and by the IP failure limit) by code. */
+  metrics?: Pick<Metrics, 'authFailures'>;
 }
 
 const BEARER = /^Bearer[ ]+(\S+)[ ]*$/i;
@@ -51,9 +54,13 @@ export function installGuard(app: App, deps: GuardDeps): void {
   async function authenticate(request: FastifyRequest): Promise<Identity> {
     const ipBucket = [{ key: `ip:${request.ip}`, limit: limits.authFailuresPerIp }];
     const ip = await limiter.hit(ipBucket, limits.windowMs, 'peek');
-    if (!ip.allowed) throw rateLimited(ip.retryAfterMs);
+    if (!ip.allowed) {
+      deps.metrics?.authFailures.inc({ code: 'rate_limited' });
+      throw rateLimited(ip.retryAfterMs);
+    }
 
     const fail = async (code: ErrorCode): Promise<never> => {
+      deps.metrics?.authFailures.inc({ code });
       await limiter.hit(ipBucket, limits.windowMs, 'record');
       throw new AppError(code);
     };

@@ -2,7 +2,12 @@
 // size cap, schema validation, the single error renderer, 404 and the server-level 405.
 import { randomBytes } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+} from 'fastify';
 import { AppError, errorBody } from './errors.js';
 import type { Metrics } from './metrics.js';
 import { compileValidator, type ValidationPart, validationError } from './validation.js';
@@ -71,6 +76,15 @@ export function createHttpApp(options: KitOptions): App {
     trustProxy: options.trustProxy ?? false,
     exposeHeadRoutes: false,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    // A path the router cannot even read (bad percent-encoding, a path id longer than any id)
+    // names nothing: the same 404 envelope as any other unknown path or id.
+    frameworkErrors: (_error, request, reply: FastifyReply) => {
+      reply
+        .code(404)
+        .header(REQUEST_ID_HEADER, request.id)
+        .type('application/json')
+        .send(errorBody(new AppError('not_found'), request.id));
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(compileValidator);
@@ -114,8 +128,14 @@ export function createHttpApp(options: KitOptions): App {
     if (!known) request.log.error({ err: error }, 'unexpected failure');
     const appError = known ?? new AppError('internal');
     if (appError.status >= 500 && known) request.log.error({ err: error }, 'server error');
-    if (appError.code === 'rate_limited' && appError.details?.retry_after !== undefined) {
-      reply.header('retry-after', String(appError.details.retry_after));
+    if (appError.code === 'rate_limited') {
+      // A 429 never carries the rate-limit headers, even when a limit inside the route refused
+      // the request after the guard had admitted it and set them.
+      reply.removeHeader('x-ratelimit-limit');
+      reply.removeHeader('x-ratelimit-remaining');
+      if (appError.details?.retry_after !== undefined) {
+        reply.header('retry-after', String(appError.details.retry_after));
+      }
     }
     return reply.code(appError.status).type('application/json').send(errorBody(appError, request.id));
   });

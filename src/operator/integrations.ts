@@ -1,5 +1,6 @@
 // Integrations of an organization and their API keys.
 import { type Static, Type } from 'typebox';
+import type { Deps } from '../apps/deps.js';
 import type { Queryable } from '../db/db.js';
 import { AppError, notFound } from '../http/errors.js';
 import type { App } from '../http/kit.js';
@@ -82,6 +83,7 @@ export async function createApiKey(
   q: Queryable,
   integration: { id: string; scopes: string[] },
   b: Static<typeof CreateKey>,
+  now: () => number = Date.now,
 ): Promise<Static<typeof NewApiKey>> {
   // A key never holds more scopes than its integration.
   const beyond = b.scopes.find((s) => !integration.scopes.includes(s));
@@ -92,7 +94,8 @@ export async function createApiKey(
       `La integración no tiene el permiso ${beyond}.`,
     );
   }
-  if (b.expires_at && Date.parse(b.expires_at) <= Date.now()) {
+  // The service's clock, the one the guard compares expires_at with.
+  if (b.expires_at && Date.parse(b.expires_at) <= now()) {
     throw new AppError('validation_error', { field: 'expires_at' }, 'expires_at debe estar en el futuro.');
   }
   const generated = generateApiKey(b.environment);
@@ -112,7 +115,7 @@ export async function createApiKey(
   return { ...(row as Static<typeof ApiKey>), key: generated.key };
 }
 
-export function integrationRoutes(app: App, deps: OperatorDeps): void {
+export function integrationRoutes(app: App, deps: OperatorDeps & Partial<Pick<Deps, 'now'>>): void {
   const { db } = deps;
 
   app.post(
@@ -171,7 +174,7 @@ export function integrationRoutes(app: App, deps: OperatorDeps): void {
     { schema: { params: IdParams, body: CreateKey, response: { 201: NewApiKey } } },
     async (request, reply) => {
       const integration = await findIntegration(db, request.params.id);
-      return reply.code(201).send(await createApiKey(db, integration, request.body));
+      return reply.code(201).send(await createApiKey(db, integration, request.body, deps.now));
     },
   );
 

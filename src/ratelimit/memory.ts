@@ -1,50 +1,80 @@
 import type { Bucket, Clock, Decision, HitMode, RateLimitStore } from './store.js';
 
+/**
+ * The timestamps of one bucket, oldest first. Entries before `head` have left the window: moving
+ * `head` forgets them in O(1), and the array is compacted only once the dead part is at least half
+ * of it, so a full bucket of 1200 entries costs the same per request as a nearly empty one.
+ */
+interface Log {
+  times: number[];
+  head: number;
+}
+
+const COMPACT_AFTER = 32;
+
+const size = (log: Log) => log.times.length - log.head;
+
+function prune(log: Log, since: number): void {
+  const { times } = log;
+  while (log.head < times.length && (times[log.head] as number) <= since) log.head++;
+  if (log.head >= COMPACT_AFTER && log.head * 2 >= times.length) {
+    times.splice(0, log.head);
+    log.head = 0;
+  }
+}
+
+export interface MemoryStore extends RateLimitStore {
+  /** Buckets currently held: lets tests see that idle ones are forgotten. */
+  size(): number;
+}
+
 /** State of one process. Right for a single API process and for tests; several share Redis. */
-export function createMemoryStore(now: Clock = Date.now): RateLimitStore {
-  const logs = new Map<string, number[]>();
+export function createMemoryStore(now: Clock = Date.now): MemoryStore {
+  const logs = new Map<string, Log>();
 
-  const prune = (key: string, since: number): number[] => {
-    const log = logs.get(key) ?? [];
-    let drop = 0;
-    while (drop < log.length && (log[drop] as number) <= since) drop++;
-    if (drop > 0) log.splice(0, drop);
-    return log;
-  };
-
-  // Forget idle buckets so memory follows active keys only.
-  let lastSweep = 0;
+  // Forget idle buckets so memory follows active keys only; one pass per window at most.
+  let lastSweep = Number.NEGATIVE_INFINITY;
   const sweep = (t: number, windowMs: number) => {
     if (t - lastSweep < windowMs) return;
     lastSweep = t;
-    for (const [key, log] of logs)
-      if (log.length === 0 || (log.at(-1) as number) <= t - windowMs) logs.delete(key);
+    for (const [key, log] of logs) {
+      if (size(log) === 0 || (log.times.at(-1) as number) <= t - windowMs) logs.delete(key);
+    }
+  };
+
+  const current = (key: string, since: number): Log => {
+    const log = logs.get(key) ?? { times: [], head: 0 };
+    prune(log, since);
+    return log;
   };
 
   return {
     async hit(buckets: readonly Bucket[], windowMs: number, mode: HitMode): Promise<Decision> {
       const t = now();
       sweep(t, windowMs);
-      const current = buckets.map((b) => ({ b, log: prune(b.key, t - windowMs) }));
+      const state = buckets.map((b) => ({ b, log: current(b.key, t - windowMs) }));
       let retryAfterMs = 0;
-      for (const { b, log } of current) {
-        if (log.length >= b.limit) {
-          const freeing = log[log.length - b.limit] as number;
+      for (const { b, log } of state) {
+        const count = size(log);
+        if (count >= b.limit) {
+          // The bucket has room again when the entry `limit` places from the newest leaves.
+          const freeing = log.times[log.head + count - b.limit] as number;
           retryAfterMs = Math.max(retryAfterMs, freeing + windowMs - t);
         }
       }
       const allowed = retryAfterMs === 0;
       const adds = mode === 'record' || (mode === 'take' && allowed);
       let remaining = Number.POSITIVE_INFINITY;
-      for (const { b, log } of current) {
+      for (const { b, log } of state) {
         if (adds) {
-          log.push(t);
+          log.times.push(t);
           logs.set(b.key, log);
         }
-        remaining = Math.min(remaining, Math.max(0, b.limit - log.length));
+        remaining = Math.min(remaining, Math.max(0, b.limit - size(log)));
       }
       return { allowed, remaining: Number.isFinite(remaining) ? remaining : 0, retryAfterMs };
     },
+    size: () => logs.size,
     async close() {
       logs.clear();
     },

@@ -59,10 +59,15 @@ export async function openTestDb(): Promise<{ db: Db; drop(): Promise<void> }> {
   };
 }
 
-export function openTestLimiter(clock: Clock): RateLimitStore {
+/** Under Redis, two limiters opened with one `prefix` share their buckets, like two API processes. */
+export function openTestLimiter(clock: Clock, prefix?: string): RateLimitStore {
   const url = process.env.TEST_REDIS_URL;
   if (!url) return createMemoryStore(clock.now);
-  return createRedisStore({ url, prefix: `svc-test:${randomBytes(6).toString('hex')}:`, now: clock.now });
+  return createRedisStore({
+    url,
+    prefix: prefix ?? `svc-test:${randomBytes(6).toString('hex')}:`,
+    now: clock.now,
+  });
 }
 
 export interface Response<T = any> {

@@ -1,0 +1,64 @@
+// GET /bookings and GET /bookings/{id}.
+import type { Deps } from '../../apps/deps.js';
+import { notFound } from '../../http/errors.js';
+import { identityOf } from '../../http/guard.js';
+import type { App } from '../../http/kit.js';
+import { Page, readPage } from '../pagination.js';
+import { bookingFilters } from './filters.js';
+import { bookingByExternalId, findBooking, listBookings } from './queries.js';
+import { Booking, BookingIdParams, BookingListQuery } from './schemas.js';
+import { bookingView } from './view.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const REFERENCE = /^[0-9]{1,32}$/;
+
+export function bookingRoutes(app: App, deps: Pick<Deps, 'db' | 'cursors'>): void {
+  const { db, cursors } = deps;
+
+  app.get(
+    '/bookings',
+    {
+      schema: { querystring: BookingListQuery, response: { 200: Page(Booking) } },
+      config: { scopes: ['bookings:read'] },
+    },
+    async (request) => {
+      const { organization, integration, scopes } = identityOf(request);
+      const reader = { organizationId: organization.id, integrationId: integration.id };
+      const { limit, cursor, external_id } = request.query;
+      const filters = bookingFilters(request.query);
+      const page = await readPage(
+        cursors,
+        { list: 'bookings', organizationId: organization.id, limit, cursor },
+        (after, take) =>
+          // The external id names one booking: the other filters do not apply.
+          external_id === undefined
+            ? listBookings(db, reader, filters, after, take)
+            : bookingByExternalId(db, reader, external_id, after),
+      );
+      return {
+        data: page.rows.map((row) => bookingView(row, organization.id, scopes)),
+        next_cursor: page.next_cursor,
+        has_more: page.has_more,
+      };
+    },
+  );
+
+  app.get(
+    '/bookings/:id',
+    {
+      schema: { params: BookingIdParams, response: { 200: Booking } },
+      config: { scopes: ['bookings:read'] },
+    },
+    async (request) => {
+      const { organization, integration, scopes } = identityOf(request);
+      const { id } = request.params;
+      // A value that can name no booking is answered like a missing one.
+      const by = UUID.test(id) ? { id: id.toLowerCase() } : REFERENCE.test(id) ? { reference: id } : null;
+      if (!by) throw notFound();
+      const reader = { organizationId: organization.id, integrationId: integration.id };
+      const row = await findBooking(db, reader, by);
+      if (!row) throw notFound();
+      return bookingView(row, organization.id, scopes);
+    },
+  );
+}

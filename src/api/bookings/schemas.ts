@@ -1,0 +1,119 @@
+// Schemas of the bookings read API: the query of the list, the path of a single booking and the
+// public Booking shape (also the `data` of booking webhooks).
+import { type Static, Type } from 'typebox';
+import { DateTime, DateTimeInput, Nullable, Uuid } from '../../http/schemas.js';
+import { PageQuery } from '../pagination.js';
+import { BOOKING_STATUSES } from './status.js';
+
+export const VEHICLE_CATEGORIES = ['sedan', 'van', 'sedan_vip', 'van_vip'] as const;
+export const BOOKING_CHANNELS = [
+  'customer_engine',
+  'public_engine',
+  'manual',
+  'bulk_upload',
+  'recurring',
+  'api',
+] as const;
+export const BOOKING_ROLES = ['originator', 'executor', 'originator_and_executor'] as const;
+
+export const BookingListQuery = Type.Object(
+  {
+    status: Type.Optional(Type.Enum([...BOOKING_STATUSES])),
+    customer_id: Type.Optional(Uuid),
+    pickup_from: Type.Optional(DateTimeInput),
+    pickup_to: Type.Optional(DateTimeInput),
+    created_from: Type.Optional(DateTimeInput),
+    created_to: Type.Optional(DateTimeInput),
+    external_id: Type.Optional(
+      Type.String({ maxLength: 200, description: 'When present every other filter is ignored.' }),
+    ),
+    ...PageQuery,
+  },
+  { additionalProperties: false },
+);
+export type BookingListQuery = Static<typeof BookingListQuery>;
+
+/** The id is a UUID or a booking number; anything else is a 404, decided by the handler. */
+export const BookingIdParams = Type.Object({ id: Type.String() });
+
+const Place = Type.Object({ address: Type.String(), lat: Type.Number(), lng: Type.Number() });
+
+const Extra = Type.Object({ name: Type.String(), amount: Type.Number(), per_passenger: Type.Boolean() });
+
+/** Not described by the contract beyond "null in the common case": passed through as stored. */
+const Unspecified = Type.Unknown();
+
+export const OriginatorPricing = Type.Object(
+  {
+    currency: Type.String(),
+    total: Type.Number(),
+    vat_pct: Type.Number(),
+    sale_total: Nullable(Type.Number()),
+    extras: Type.Array(Extra),
+    diet: Unspecified,
+    parking: Unspecified,
+    night_surcharge: Unspecified,
+    payment_mode: Type.String(),
+    payment_status: Type.String(),
+    paid_at: Nullable(DateTime),
+  },
+  { additionalProperties: false },
+);
+
+export const ExecutorPricing = Type.Object(
+  { currency: Type.String(), net_executor: Nullable(Type.Number()) },
+  { additionalProperties: false },
+);
+
+export const Booking = Type.Object({
+  id: Uuid,
+  reference: Nullable(Type.String()),
+  external_id: Nullable(Type.String()),
+  status: Type.Enum([...BOOKING_STATUSES]),
+  service_type: Type.Enum(['transfer', 'hourly']),
+  hours: Nullable(Type.Number()),
+  pickup_at: DateTime,
+  end_at: Nullable(DateTime),
+  pickup: Nullable(Place),
+  destination: Nullable(Place),
+  distance_km: Nullable(Type.Number()),
+  // number is null while the passenger has not given it (pending).
+  flight: Nullable(Type.Object({ number: Nullable(Type.String()), pending: Type.Boolean() })),
+  passengers: Type.Object({
+    count: Type.Integer(),
+    luggage: Type.Integer(),
+    luggage_big: Type.Integer(),
+    luggage_small: Type.Integer(),
+    baby_seats: Type.Integer(),
+    child_seats: Type.Integer(),
+    booster_seats: Type.Integer(),
+    wheelchair: Type.Boolean(),
+  }),
+  vehicle_category: Nullable(Type.Enum([...VEHICLE_CATEGORIES])),
+  customer: Nullable(Type.Object({ id: Uuid, name: Nullable(Type.String()) })),
+  assignment: Type.Object({
+    external: Type.Boolean(),
+    driver: Nullable(
+      Type.Object({ id: Uuid, name: Nullable(Type.String()), nickname: Nullable(Type.String()) }),
+    ),
+    vehicle: Nullable(
+      Type.Object({ id: Uuid, plate: Nullable(Type.String()), model: Nullable(Type.String()) }),
+    ),
+  }),
+  role: Type.Enum([...BOOKING_ROLES]),
+  channel: Nullable(Type.Enum([...BOOKING_CHANNELS])),
+  confirmation: Type.Object({ mode: Nullable(Type.String()), confirmed_at: Nullable(DateTime) }),
+  event_reference: Nullable(Type.String()),
+  created_at: DateTime,
+  // Present only with passengers:read / pricing:read: absent, never null, without the scope.
+  passenger: Type.Optional(
+    Type.Object({
+      name: Nullable(Type.String()),
+      phone: Nullable(Type.String()),
+      email: Nullable(Type.String()),
+    }),
+  ),
+  // null with the scope when the platform stored no price.
+  pricing: Type.Optional(Type.Union([OriginatorPricing, ExecutorPricing, Type.Null()])),
+});
+export type Booking = Static<typeof Booking>;

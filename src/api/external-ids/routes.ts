@@ -1,0 +1,72 @@
+// GET, PUT and DELETE /bookings/{id}/external-id: one id per integration per booking.
+import type { Queryable } from '../../db/db.js';
+import { notFound } from '../../http/errors.js';
+import { identityOf } from '../../http/guard.js';
+import type { App } from '../../http/kit.js';
+import { type Caller, deleteLink, type LinkRow, readLink, writeLink } from './queries.js';
+import { BookingPath, Deleted, ExternalIdBody, ExternalIdLink } from './schemas.js';
+
+// Canonical UUID text only; a booking number or anything else names no booking here.
+const BOOKING_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function bookingId(raw: string): string {
+  if (!BOOKING_ID.test(raw)) throw notFound();
+  return raw.toLowerCase();
+}
+
+function callerOf(request: Parameters<typeof identityOf>[0]): Caller {
+  const { integration, organization } = identityOf(request);
+  return { integrationId: integration.id, organizationId: organization.id };
+}
+
+const view = (row: LinkRow) => ({
+  id: row.id,
+  entity: 'booking' as const,
+  external_id: row.external_id,
+  created_at: row.created_at,
+  updated_at: row.updated_at,
+});
+
+export function externalIdRoutes(app: App, deps: { db: Queryable }): void {
+  const path = '/bookings/:id/external-id';
+
+  app.get(
+    path,
+    {
+      schema: { params: BookingPath, response: { 200: ExternalIdLink } },
+      config: { scopes: ['bookings:read', 'links:read'] },
+    },
+    async (request) => {
+      const row = await readLink(deps.db, callerOf(request), bookingId(request.params.id));
+      if (!row) throw notFound();
+      return view(row);
+    },
+  );
+
+  app.put(
+    path,
+    {
+      schema: { params: BookingPath, body: ExternalIdBody, response: { 200: ExternalIdLink } },
+      config: { scopes: ['bookings:read', 'links:write'], idempotency: {} },
+    },
+    async (request) => {
+      const id = bookingId(request.params.id);
+      const row = await writeLink(deps.db, callerOf(request), id, request.body.external_id);
+      if (!row) throw notFound();
+      return view(row);
+    },
+  );
+
+  app.delete(
+    path,
+    {
+      schema: { params: BookingPath, response: { 200: Deleted } },
+      config: { scopes: ['bookings:read', 'links:write'] },
+    },
+    async (request) => {
+      const removed = await deleteLink(deps.db, callerOf(request), bookingId(request.params.id));
+      if (!removed) throw notFound();
+      return { deleted: true as const };
+    },
+  );
+}

@@ -1,0 +1,161 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ConfigError, loadConfig } from './config.js';
+
+const TOKEN = 't'.repeat(32);
+
+function assertRefused(env: Record<string, string>, variable: string): void {
+  assert.throws(
+    () => loadConfig(env),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError, String(error));
+      assert.equal(error.variable, variable);
+      assert.ok(error.message.startsWith(`${variable}: `), error.message);
+      return true;
+    },
+  );
+}
+
+describe('configuration', () => {
+  test('defaults are the values of the contract', () => {
+    const config = loadConfig({});
+    assert.deepEqual(config.rateLimits, {
+      windowMs: 60_000,
+      perKey: 600,
+      perOrganization: 1200,
+      perEndpoint: 300,
+      authFailuresPerIp: 60,
+    });
+    assert.equal(config.eventRetentionDays, 30);
+    assert.equal(config.idempotencyRetentionHours, 24);
+    assert.equal(config.idempotencyClaimTimeoutMs, 5 * 60_000);
+    assert.equal(config.authCacheTtlMs, 5000);
+    assert.equal(config.environment, 'live');
+  });
+
+  test('the other defaults', () => {
+    const config = loadConfig({});
+    assert.equal(config.databaseUrl, null);
+    assert.equal(config.redisUrl, null);
+    assert.equal(config.dataDir, './data');
+    assert.equal(config.host, '0.0.0.0');
+    assert.equal(config.port, 8080);
+    assert.equal(config.operatorHost, '127.0.0.1');
+    assert.equal(config.operatorPort, 8081);
+    assert.equal(config.operatorUrl, 'http://127.0.0.1:8081');
+    assert.equal(config.operatorToken, null);
+    assert.equal(config.masterKey, null);
+    assert.equal(config.logLevel, 'info');
+    assert.equal(config.trustProxy, false);
+  });
+
+  test('every variable is read', () => {
+    const master = 'ab'.repeat(32);
+    const config = loadConfig({
+      SVC_ENVIRONMENT: 'test',
+      DATABASE_URL: 'postgres://db/svc',
+      SVC_DATA_DIR: '/var/lib/svc',
+      REDIS_URL: 'redis://cache:6379',
+      SVC_HOST: '127.0.0.1',
+      SVC_PORT: '9000',
+      SVC_OPERATOR_HOST: '0.0.0.0',
+      SVC_OPERATOR_PORT: '9001',
+      SVC_OPERATOR_TOKEN: TOKEN,
+      SVC_OPERATOR_URL: 'http://ops:9001',
+      SVC_MASTER_KEY: master,
+      SVC_LOG_LEVEL: 'warn',
+      SVC_AUTH_CACHE_TTL_MS: '0',
+      SVC_TRUST_PROXY: 'true',
+      SVC_RATE_WINDOW_MS: '1000',
+      SVC_RATE_PER_KEY: '5',
+      SVC_RATE_PER_ORGANIZATION: '8',
+      SVC_RATE_PER_ENDPOINT: '3',
+      SVC_RATE_AUTH_FAILURES_PER_IP: '4',
+      SVC_EVENT_RETENTION_DAYS: '90',
+      SVC_IDEMPOTENCY_RETENTION_HOURS: '48',
+      SVC_IDEMPOTENCY_CLAIM_TIMEOUT_MS: '1000',
+    });
+    assert.deepEqual(
+      { ...config, masterKey: config.masterKey?.toString('hex') },
+      {
+        environment: 'test',
+        databaseUrl: 'postgres://db/svc',
+        dataDir: '/var/lib/svc',
+        redisUrl: 'redis://cache:6379',
+        host: '127.0.0.1',
+        port: 9000,
+        operatorHost: '0.0.0.0',
+        operatorPort: 9001,
+        operatorToken: TOKEN,
+        operatorUrl: 'http://ops:9001',
+        masterKey: master,
+        logLevel: 'warn',
+        authCacheTtlMs: 0,
+        trustProxy: true,
+        rateLimits: { windowMs: 1000, perKey: 5, perOrganization: 8, perEndpoint: 3, authFailuresPerIp: 4 },
+        eventRetentionDays: 90,
+        idempotencyRetentionHours: 48,
+        idempotencyClaimTimeoutMs: 1000,
+      },
+    );
+  });
+
+  test('the operator URL follows the operator port when not given', () => {
+    assert.equal(loadConfig({ SVC_OPERATOR_PORT: '9100' }).operatorUrl, 'http://127.0.0.1:9100');
+  });
+
+  test('a bad variable stops the start with an error that names it', () => {
+    const bad: [string, string][] = [
+      ['SVC_ENVIRONMENT', 'production'],
+      ['SVC_PORT', 'http'],
+      ['SVC_PORT', '65536'],
+      ['SVC_OPERATOR_PORT', '-1'],
+      ['SVC_LOG_LEVEL', 'verbose'],
+      ['SVC_TRUST_PROXY', 'yes'],
+      ['SVC_AUTH_CACHE_TTL_MS', '60001'],
+      ['SVC_RATE_WINDOW_MS', '999'],
+      ['SVC_RATE_PER_KEY', '0'],
+      ['SVC_RATE_PER_KEY', '1.5'],
+      ['SVC_RATE_PER_KEY', '6e2'],
+      ['SVC_RATE_PER_ORGANIZATION', ' 1200'],
+      ['SVC_RATE_PER_ENDPOINT', 'many'],
+      ['SVC_RATE_AUTH_FAILURES_PER_IP', '0'],
+      ['SVC_IDEMPOTENCY_RETENTION_HOURS', '0'],
+      ['SVC_IDEMPOTENCY_RETENTION_HOURS', '721'],
+      ['SVC_IDEMPOTENCY_CLAIM_TIMEOUT_MS', '999'],
+      ['SVC_MASTER_KEY', 'too-short'],
+      ['SVC_MASTER_KEY', 'ab'.repeat(31)],
+    ];
+    for (const [variable, value] of bad) assertRefused({ [variable]: value }, variable);
+  });
+
+  test('an operator token shorter than 32 characters is refused', () => {
+    assertRefused({ SVC_OPERATOR_TOKEN: 't'.repeat(31) }, 'SVC_OPERATOR_TOKEN');
+    assert.equal(loadConfig({ SVC_OPERATOR_TOKEN: TOKEN }).operatorToken, TOKEN);
+  });
+
+  test('an event retention under the 30 days of the contract is refused', () => {
+    assertRefused({ SVC_EVENT_RETENTION_DAYS: '29' }, 'SVC_EVENT_RETENTION_DAYS');
+    assertRefused({ SVC_EVENT_RETENTION_DAYS: '0' }, 'SVC_EVENT_RETENTION_DAYS');
+    assert.equal(loadConfig({ SVC_EVENT_RETENTION_DAYS: '30' }).eventRetentionDays, 30);
+  });
+
+  test('a master key is accepted as 64 hex characters or as base64 of 32 bytes', () => {
+    const bytes = Buffer.alloc(32, 9);
+    assert.deepEqual(loadConfig({ SVC_MASTER_KEY: bytes.toString('hex') }).masterKey, bytes);
+    assert.deepEqual(loadConfig({ SVC_MASTER_KEY: bytes.toString('base64') }).masterKey, bytes);
+  });
+
+  test('an empty variable means its default', () => {
+    const config = loadConfig({
+      SVC_PORT: '',
+      SVC_RATE_PER_KEY: '',
+      SVC_ENVIRONMENT: '',
+      SVC_OPERATOR_TOKEN: '',
+    });
+    assert.equal(config.port, 8080);
+    assert.equal(config.rateLimits.perKey, 600);
+    assert.equal(config.environment, 'live');
+    assert.equal(config.operatorToken, null);
+  });
+});

@@ -1,0 +1,79 @@
+// The platform feed: how the booking platform pushes its catalogue and bookings into the service.
+// Handlers are thin: path ids, one transaction around the service function, the status code.
+import { type TSchema, Type } from 'typebox';
+import type { Db, Queryable } from '../../db/db.js';
+import { notFound } from '../../http/errors.js';
+import type { App } from '../../http/kit.js';
+import type { OperatorDeps } from '../deps.js';
+import { BookingBody, BookingPatch, BookingRecord } from './booking-schemas.js';
+import { deleteBooking, patchBooking, upsertBooking } from './bookings.js';
+import {
+  deleteCustomer,
+  deleteDriver,
+  deleteVehicle,
+  upsertCustomer,
+  upsertDriver,
+  upsertVehicle,
+} from './catalogue.js';
+import { constraintToClientError } from './constraints.js';
+import { Customer, CustomerBody, Deleted, Driver, DriverBody, Vehicle, VehicleBody } from './schemas.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+// Path ids are plain strings in the schema: one that cannot name a resource is a 404, like a
+// missing one, not a 400.
+const Params = Type.Object({ id: Type.String(), rid: Type.String() });
+
+function pathIds(params: { id: string; rid: string }): [string, string] {
+  if (!UUID.test(params.id) || !UUID.test(params.rid)) throw notFound();
+  return [params.id.toLowerCase(), params.rid.toLowerCase()];
+}
+
+/** One transaction; a constraint that still refuses the write under a race becomes a 400/409. */
+const inTx = <T>(db: Db, fn: (q: Queryable) => Promise<T>) => db.tx(fn).catch(constraintToClientError);
+
+const upsertSchema = (body: TSchema, row: TSchema) => ({
+  schema: { params: Params, body, response: { 200: row, 201: row } },
+});
+const deleteSchema = { schema: { params: Params, response: { 200: Deleted } } };
+
+type Upsert<B> = (
+  q: Queryable,
+  organizationId: string,
+  id: string,
+  body: B,
+) => Promise<{ row: unknown; created: boolean }>;
+type Remove = (q: Queryable, organizationId: string, id: string) => Promise<void>;
+
+export function feedRoutes(app: App, deps: OperatorDeps): void {
+  const { db } = deps;
+
+  // PUT creates (201) or replaces (200); DELETE answers {deleted: true}.
+  const resource = <B>(path: string, body: TSchema, row: TSchema, upsert: Upsert<B>, remove: Remove) => {
+    const url = `/organizations/:id/${path}/:rid`;
+    app.put(url, upsertSchema(body, row), async (request, reply) => {
+      const [organizationId, id] = pathIds(request.params as { id: string; rid: string });
+      const written = await inTx(db, (q) => upsert(q, organizationId, id, request.body as B));
+      return reply.code(written.created ? 201 : 200).send(written.row);
+    });
+    app.delete(url, deleteSchema, async (request) => {
+      const [organizationId, id] = pathIds(request.params);
+      await inTx(db, (q) => remove(q, organizationId, id));
+      return { deleted: true as const };
+    });
+  };
+
+  resource('customers', CustomerBody, Customer, upsertCustomer, deleteCustomer);
+  resource('drivers', DriverBody, Driver, upsertDriver, deleteDriver);
+  resource('vehicles', VehicleBody, Vehicle, upsertVehicle, deleteVehicle);
+  resource('bookings', BookingBody, BookingRecord, upsertBooking, deleteBooking);
+
+  app.patch(
+    '/organizations/:id/bookings/:rid',
+    { schema: { params: Params, body: BookingPatch, response: { 200: BookingRecord } } },
+    async (request) => {
+      const [organizationId, id] = pathIds(request.params);
+      return inTx(db, (q) => patchBooking(q, organizationId, id, request.body));
+    },
+  );
+}

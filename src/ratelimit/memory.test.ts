@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { createMemoryStore } from './memory.js';
+import { runStoreCases } from './store.cases.js';
+import type { Bucket } from './store.js';
+
+const W = 60_000;
+
+function manualClock() {
+  let t = 1_700_000_000_000;
+  return {
+    now: () => t,
+    advance: (ms: number) => {
+      t += ms;
+    },
+  };
+}
+
+runStoreCases('memory store', async () => {
+  const clock = manualClock();
+  const store = createMemoryStore(clock.now);
+  return {
+    store,
+    twin: () => store,
+    advance: clock.advance,
+    async assertForgetsIdle(_keys, windowMs) {
+      clock.advance(windowMs);
+      await store.hit([{ key: 'probe', limit: 1 }], windowMs, 'peek');
+      assert.equal(store.size(), 0);
+    },
+    close: () => store.close(),
+  };
+});
+
+describe('memory store upkeep', () => {
+  test('idle buckets are swept once per window; active ones keep their state', async () => {
+    const clock = manualClock();
+    const store = createMemoryStore(clock.now);
+    const take = (key: string) => store.hit([{ key, limit: 5 }], W, 'take');
+    await take('a');
+    await take('b');
+    clock.advance(W / 2);
+    await take('b');
+    clock.advance(W / 2);
+    await take('c');
+    assert.equal(store.size(), 2, 'a, idle for a whole window, is gone; b and c stay');
+    assert.equal((await store.hit([{ key: 'b', limit: 5 }], W, 'peek')).remaining, 4, 'b kept its entry');
+    clock.advance(W - 1);
+    await take('d');
+    assert.equal(store.size(), 3, 'no second sweep within the same window');
+    clock.advance(1);
+    await take('e');
+    assert.deepEqual(store.size(), 2, 'b and c idle for a window are gone; d and e stay');
+  });
+});
