@@ -1,5 +1,6 @@
 // One small interface over a PostgreSQL server (pg.Pool) and embedded PostgreSQL (PGlite).
 // Same SQL, same migrations, same triggers on both.
+import { createHash } from 'node:crypto';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 
@@ -41,10 +42,21 @@ export function createPostgresDb(options: PostgresOptions): Db {
   });
   // An idle client that loses its connection must not crash the process.
   pool.on('error', () => {});
+  // Every query runs as a named prepared statement: each connection parses and plans a text once
+  // and then only binds parameters, which is most of the database's work for a small read.
+  const names = new Map<string, string>();
+  const statement = (text: string, values?: readonly unknown[]) => {
+    let name = names.get(text);
+    if (name === undefined) {
+      name = `s${createHash('sha1').update(text).digest('base64url').slice(0, 20)}`;
+      names.set(text, name);
+    }
+    return { name, text, values: values as unknown[] };
+  };
   return {
     kind: 'postgres',
     async query<T>(sql: string, params?: readonly unknown[]) {
-      const result = await pool.query(sql, params as unknown[]);
+      const result = await pool.query(statement(sql, params));
       return result.rows as T[];
     },
     async tx<T>(fn: (q: Queryable) => Promise<T>) {
@@ -53,7 +65,7 @@ export function createPostgresDb(options: PostgresOptions): Db {
         await client.query('BEGIN');
         const q: Queryable = {
           async query<R>(sql: string, params?: readonly unknown[]) {
-            return (await client.query(sql, params as unknown[])).rows as R[];
+            return (await client.query(statement(sql, params))).rows as R[];
           },
           async exec(sql: string) {
             await client.query(sql);

@@ -1,5 +1,5 @@
 // Schema pieces shared by every route of both APIs.
-import { type TSchema, Type } from 'typebox';
+import { type Static, type TSchema, Type } from 'typebox';
 
 // The pattern narrows ajv's uuid format, which also admits `urn:uuid:...`: PostgreSQL refuses that
 // form, so it must be a 400 here rather than a failed query.
@@ -9,7 +9,18 @@ export const Uuid = Type.String({
 });
 /** Rows carry Dates; the serializer writes them as ISO 8601 strings. */
 export const DateTime = Type.Unsafe<Date | string>({ type: 'string', format: 'date-time' });
-export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+/**
+ * The schema or null, written as a type list (`type: ['string', 'null']`) or an enum with null
+ * rather than `anyOf`: the response serializer writes type lists directly, whereas `anyOf` makes it
+ * validate every value at run time to choose a branch.
+ */
+export function Nullable<T extends TSchema>(schema: T) {
+  const json = { ...(schema as Record<string, unknown>) };
+  if (typeof json.type === 'string')
+    return Type.Unsafe<Static<T> | null>({ ...json, type: [json.type, 'null'] });
+  if (Array.isArray(json.enum)) return Type.Unsafe<Static<T> | null>({ ...json, enum: [...json.enum, null] });
+  return Type.Unsafe<Static<T> | null>(Type.Union([schema, Type.Null()]));
+}
 export const IdParams = Type.Object({ id: Uuid });
 /** A date-time received in a body or a query. */
 export const DateTimeInput = Type.String({ format: 'date-time' });

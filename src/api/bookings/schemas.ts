@@ -43,25 +43,27 @@ const Extra = Type.Object({ name: Type.String(), amount: Type.Number(), per_pass
 /** Not described by the contract beyond "null in the common case": passed through as stored. */
 const Unspecified = Type.Unknown();
 
-export const OriginatorPricing = Type.Object(
+/**
+ * Two shapes by role, written as one object whose members the view fills: for `originator` and
+ * `originator_and_executor` every member but `net_executor`; for `executor` only `currency` and
+ * `net_executor` (the originator's price and its customer's price never reach the executor).
+ * One object rather than `anyOf` keeps the serializer from validating each booking to pick a branch.
+ */
+export const Pricing = Type.Object(
   {
     currency: Type.String(),
-    total: Type.Number(),
-    vat_pct: Type.Number(),
-    sale_total: Nullable(Type.Number()),
-    extras: Type.Array(Extra),
-    diet: Unspecified,
-    parking: Unspecified,
-    night_surcharge: Unspecified,
-    payment_mode: Type.String(),
-    payment_status: Type.String(),
-    paid_at: Nullable(DateTime),
+    total: Type.Optional(Type.Number()),
+    vat_pct: Type.Optional(Type.Number()),
+    sale_total: Type.Optional(Nullable(Type.Number())),
+    extras: Type.Optional(Type.Array(Extra)),
+    diet: Type.Optional(Unspecified),
+    parking: Type.Optional(Unspecified),
+    night_surcharge: Type.Optional(Unspecified),
+    payment_mode: Type.Optional(Type.String()),
+    payment_status: Type.Optional(Type.String()),
+    paid_at: Type.Optional(Nullable(DateTime)),
+    net_executor: Type.Optional(Nullable(Type.Number())),
   },
-  { additionalProperties: false },
-);
-
-export const ExecutorPricing = Type.Object(
-  { currency: Type.String(), net_executor: Nullable(Type.Number()) },
   { additionalProperties: false },
 );
 
@@ -114,6 +116,6 @@ export const Booking = Type.Object({
     }),
   ),
   // null with the scope when the platform stored no price.
-  pricing: Type.Optional(Type.Union([OriginatorPricing, ExecutorPricing, Type.Null()])),
+  pricing: Type.Optional(Nullable(Pricing)),
 });
 export type Booking = Static<typeof Booking>;

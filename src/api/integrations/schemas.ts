@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { Nullable } from '../../http/schemas.js';
 import { INTEGRATION_KINDS } from '../../http/scopes.js';
 
 export const IntegrationIdentity = Type.Object({
@@ -12,7 +13,7 @@ export const IntegrationIdentity = Type.Object({
     code: Type.String(),
     name: Type.String(),
   }),
-  key: Type.Object({ prefix: Type.String(), name: Type.Union([Type.String(), Type.Null()]) }),
+  key: Type.Object({ prefix: Type.String(), name: Nullable(Type.String()) }),
   environment: Type.Enum(['live', 'test']),
   scopes: Type.Array(Type.String()),
   rate_limits: Type.Object({
