@@ -9,8 +9,10 @@ import { createIdentityCache } from './http/auth.js';
 import { createCursorCodec } from './http/cursor.js';
 import { createMetrics } from './http/metrics.js';
 import { createLogger } from './logger.js';
+import { withFallback } from './ratelimit/fallback.js';
 import { createMemoryStore } from './ratelimit/memory.js';
 import { createRedisStore } from './ratelimit/redis.js';
+import type { RateLimitStore } from './ratelimit/store.js';
 import { newMasterKey } from './security/secrets.js';
 
 export async function openDatabase(config: Config): Promise<Db> {
@@ -38,16 +40,27 @@ export async function resolveMasterKey(config: Config): Promise<Buffer> {
   }
 }
 
+function createLimiter(config: Config, logger: Deps['logger'], now: () => number): RateLimitStore {
+  if (!config.redisUrl) return createMemoryStore(now);
+  return withFallback({
+    primary: createRedisStore({ url: config.redisUrl, now }),
+    fallback: createMemoryStore(now),
+    onFallback: (error) =>
+      logger.error({ err: error }, 'Redis unreachable: rate limits are per process until it is back'),
+  });
+}
+
 export async function createDeps(config: Config, db: Db): Promise<Deps> {
   const now = Date.now;
   const masterKey = await resolveMasterKey(config);
   await migrate(db);
+  const logger = createLogger(config.logLevel);
   return {
     config,
     db,
-    logger: createLogger(config.logLevel),
+    logger,
     identities: createIdentityCache(db, config.authCacheTtlMs, now),
-    limiter: config.redisUrl ? createRedisStore({ url: config.redisUrl, now }) : createMemoryStore(now),
+    limiter: createLimiter(config, logger, now),
     metrics: createMetrics(),
     cursors: createCursorCodec({ db, masterKey, refreshMs: config.authCacheTtlMs, now }),
     now,

@@ -2,7 +2,8 @@
 // in time, both service types, and the exchange in both directions. Recent ones are walked through
 // their life cycle with PATCHes so that the event log shows every kind of event.
 import type { Queryable } from '../db/db.js';
-import type { BookingInput, BookingPatchInput, BookingStatus } from '../operator/feed/booking-schemas.js';
+import type { InternalStatus } from '../domain/bookings.js';
+import type { BookingInput, BookingPatchInput } from '../operator/feed/booking-schemas.js';
 import { patchBooking, upsertBooking } from '../operator/feed/bookings.js';
 import type { DemoCustomer, DemoFleet } from './catalogue.js';
 import type { Random } from './random.js';
@@ -53,7 +54,7 @@ const FLIGHTS = ['IB3911', 'VY2114', 'FR8326', 'U24471', 'BA2712', 'LH1158', 'KL
 const CHANNELS = ['customer_engine', 'manual', 'manual', 'bulk_upload', 'recurring'] as const;
 
 // Cycled by index so that every status is present whatever the generator draws.
-const PAST: BookingStatus[] = [
+const PAST: InternalStatus[] = [
   'completada',
   'completada',
   'cancelada',
@@ -63,7 +64,7 @@ const PAST: BookingStatus[] = [
   'rechazada',
   'completada',
 ];
-const FUTURE: BookingStatus[] = [
+const FUTURE: InternalStatus[] = [
   'confirmada',
   'no_segura',
   'confirmada',
@@ -72,8 +73,8 @@ const FUTURE: BookingStatus[] = [
   'cancelada',
   'confirmada',
 ];
-const ASSIGNED = new Set<BookingStatus>(['confirmada', 'en_camino', 'en_curso', 'completada', 'no_show']);
-const LIFE_CYCLE: Partial<Record<BookingStatus, BookingStatus[]>> = {
+const ASSIGNED = new Set<InternalStatus>(['confirmada', 'en_camino', 'en_curso', 'completada', 'no_show']);
+const LIFE_CYCLE: Partial<Record<InternalStatus, InternalStatus[]>> = {
   en_camino: ['en_camino'],
   en_curso: ['en_camino', 'en_curso'],
   completada: ['en_camino', 'en_curso', 'completada'],
@@ -109,10 +110,10 @@ function distanceKm(a: Place, b: Place): number {
   return Math.round(2 * 6371 * Math.asin(Math.sqrt(h)) * 1.25 * 10) / 10;
 }
 
-function statusAt(index: number, pickup: number, now: number): BookingStatus {
-  if (pickup < now - 2 * HOUR) return PAST[index % PAST.length] as BookingStatus;
+function statusAt(index: number, pickup: number, now: number): InternalStatus {
+  if (pickup < now - 2 * HOUR) return PAST[index % PAST.length] as InternalStatus;
   if (pickup <= now + 2 * HOUR) return pickup <= now ? 'en_curso' : 'en_camino';
-  return FUTURE[index % FUTURE.length] as BookingStatus;
+  return FUTURE[index % FUTURE.length] as InternalStatus;
 }
 
 interface Draft {
@@ -120,7 +121,7 @@ interface Draft {
   pickup: number;
   originator: Side;
   executor: Side | null;
-  status: BookingStatus;
+  status: InternalStatus;
 }
 
 function passengerOf(rand: Random) {

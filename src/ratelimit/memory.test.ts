@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createMemoryStore } from './memory.js';
 import { runStoreCases } from './store.cases.js';
-import type { Bucket } from './store.js';
 
 const W = 60_000;
 

@@ -46,10 +46,18 @@ export interface RedisStoreOptions {
   now?: Clock;
 }
 
-export function createRedisStore(options: RedisStoreOptions): RateLimitStore {
+export interface RedisStore extends RateLimitStore {
+  /** False while the connection is lost: callers need not wait for a command to time out. */
+  available(): boolean;
+}
+
+const COMMAND_TIMEOUT_MS = 500;
+
+export function createRedisStore(options: RedisStoreOptions): RedisStore {
   const redis = new Redis(options.url, {
-    maxRetriesPerRequest: 2,
+    maxRetriesPerRequest: 1,
     enableOfflineQueue: true,
+    commandTimeout: COMMAND_TIMEOUT_MS,
     lazyConnect: false,
   });
   redis.on('error', () => {});
@@ -59,6 +67,7 @@ export function createRedisStore(options: RedisStoreOptions): RateLimitStore {
   let sequence = 0;
   const node = randomBytes(4).toString('hex');
   return {
+    available: () => redis.status !== 'reconnecting' && redis.status !== 'close' && redis.status !== 'end',
     async hit(buckets: readonly Bucket[], windowMs: number, mode: HitMode): Promise<Decision> {
       const keys = buckets.map((b) => prefix + b.key);
       const t = now();

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { BOOKING_STATUSES } from '../../src/api/bookings/status.js';
+import { BOOKING_STATUSES } from '../../src/domain/bookings.js';
 import { startService, type TestService } from '../support/context.js';
 import { createTenant, type Tenant } from '../support/tenants.js';
 import { ALL_READ, assertError, withoutRequestId } from './read-support.js';

@@ -4,6 +4,7 @@ import { planBookings, type Side } from '../../src/demo/bookings.js';
 import { PARTNER_CODE } from '../../src/demo/data.js';
 import { DEMO_CODE, prepareDemo } from '../../src/demo/demo.js';
 import { seededRandom } from '../../src/demo/random.js';
+import { INTERNAL_STATUSES } from '../../src/domain/bookings.js';
 import { startService, type TestService } from '../support/context.js';
 
 let svc: TestService;
@@ -13,17 +14,6 @@ before(async () => {
 after(() => svc.close());
 
 const DAY = 86_400_000;
-const ALL_STATUSES = [
-  'solicitada',
-  'no_segura',
-  'confirmada',
-  'en_camino',
-  'en_curso',
-  'completada',
-  'cancelada',
-  'no_show',
-  'rechazada',
-];
 
 test('the demo seeds a catalogue, the exchange and bookings of every status', async () => {
   const demo = await prepareDemo(svc.deps);
@@ -72,7 +62,7 @@ test('the demo seeds a catalogue, the exchange and bookings of every status', as
     [demo.organizationId],
   );
   assert.equal(own.length, 60);
-  assert.deepEqual([...new Set(own.map((b) => b.status))].sort(), [...ALL_STATUSES].sort());
+  assert.deepEqual([...new Set(own.map((b) => b.status))].sort(), [...INTERNAL_STATUSES].sort());
   assert.deepEqual([...new Set(own.map((b) => b.service_type))].sort(), ['hourly', 'transfer']);
   assert.ok(own.filter((b) => b.executor_organization_id === partner?.id).length >= 5);
   for (const b of own) {

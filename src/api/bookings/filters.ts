@@ -1,9 +1,10 @@
 // From the validated query of GET /bookings to the filters the SQL uses. The schema has already
 // checked the date-time format; what is left is what the format admits but the database refuses
 // or reads differently.
+
+import type { BookingStatus } from '../../domain/bookings.js';
 import { invalidParam } from '../../http/errors.js';
 import type { BookingListQuery } from './schemas.js';
-import type { BookingStatus } from './status.js';
 
 export interface BookingFilters {
   status?: BookingStatus;

@@ -1,19 +1,15 @@
 // Schemas of the bookings read API: the query of the list, the path of a single booking and the
 // public Booking shape (also the `data` of booking webhooks).
 import { type Static, Type } from 'typebox';
+import {
+  BOOKING_CHANNELS,
+  BOOKING_STATUSES,
+  SERVICE_TYPES,
+  VEHICLE_CATEGORIES,
+} from '../../domain/bookings.js';
 import { DateTime, DateTimeInput, Nullable, Uuid } from '../../http/schemas.js';
 import { PageQuery } from '../pagination.js';
-import { BOOKING_STATUSES } from './status.js';
 
-export const VEHICLE_CATEGORIES = ['sedan', 'van', 'sedan_vip', 'van_vip'] as const;
-export const BOOKING_CHANNELS = [
-  'customer_engine',
-  'public_engine',
-  'manual',
-  'bulk_upload',
-  'recurring',
-  'api',
-] as const;
 export const BOOKING_ROLES = ['originator', 'executor', 'originator_and_executor'] as const;
 
 export const BookingListQuery = Type.Object(
@@ -72,7 +68,7 @@ export const Booking = Type.Object({
   reference: Nullable(Type.String()),
   external_id: Nullable(Type.String()),
   status: Type.Enum([...BOOKING_STATUSES]),
-  service_type: Type.Enum(['transfer', 'hourly']),
+  service_type: Type.Enum([...SERVICE_TYPES]),
   hours: Nullable(Type.Number()),
   pickup_at: DateTime,
   end_at: Nullable(DateTime),

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { STATUS_TO_INTERNAL } from './status.js';
+import { STATUS_TO_INTERNAL } from '../../domain/bookings.js';
 import { type BookingRow, bookingView, roleOf } from './view.js';
 
 const ORIGINATOR = '11111111-1111-4111-8111-111111111111';

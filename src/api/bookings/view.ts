@@ -5,8 +5,9 @@
 // What it decides: the caller's role in the exchange, which assignment it may see, which pricing
 // shape, and whether `passenger` and `pricing` exist at all. The stored `internal` column (notes,
 // observations, chat, pick-up sign, GPS) is never read here, so no scope can expose it.
+
+import { publicStatus } from '../../domain/bookings.js';
 import type { Booking } from './schemas.js';
-import { publicStatus } from './status.js';
 
 type Json = Record<string, unknown>;
 

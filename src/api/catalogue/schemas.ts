@@ -1,7 +1,7 @@
 // Schemas of the catalogue read API: customers, drivers and vehicles of the caller's organization.
 import { Type } from 'typebox';
+import { VEHICLE_CATEGORIES } from '../../domain/bookings.js';
 import { DateTime, Nullable, Uuid } from '../../http/schemas.js';
-import { VEHICLE_CATEGORIES } from '../bookings/schemas.js';
 import { PageQuery } from '../pagination.js';
 
 export const CatalogueListQuery = Type.Object(

@@ -2,31 +2,14 @@
 // answers it: the stored data, including what the public API never shows (`internal`, the
 // executor's net). Status uses the internal names, as the platform keeps them.
 import { type Static, Type } from 'typebox';
+import {
+  BOOKING_CHANNELS,
+  INTERNAL_STATUSES,
+  SERVICE_TYPES,
+  VEHICLE_CATEGORIES,
+} from '../../domain/bookings.js';
 import { DateTime, DateTimeInput, Nullable, Uuid } from '../../http/schemas.js';
-import { OptionalText, Text, VEHICLE_CATEGORIES } from './schemas.js';
-
-export const BOOKING_STATUSES = [
-  'solicitada',
-  'no_segura',
-  'confirmada',
-  'en_camino',
-  'en_curso',
-  'completada',
-  'cancelada',
-  'no_show',
-  'rechazada',
-] as const;
-export type BookingStatus = (typeof BOOKING_STATUSES)[number];
-
-export const SERVICE_TYPES = ['transfer', 'hourly'] as const;
-export const CHANNELS = [
-  'customer_engine',
-  'public_engine',
-  'manual',
-  'bulk_upload',
-  'recurring',
-  'api',
-] as const;
+import { OptionalText, Text } from './schemas.js';
 
 const strict = { additionalProperties: false } as const;
 const Amount = Type.Number({ minimum: 0 });
@@ -110,7 +93,7 @@ const OptionalUuid = Type.Optional(Nullable(Uuid));
 
 export const BookingBody = Type.Object(
   {
-    status: Type.Enum([...BOOKING_STATUSES]),
+    status: Type.Enum([...INTERNAL_STATUSES]),
     service_type: Type.Enum([...SERVICE_TYPES]),
     hours: Type.Optional(Nullable(Type.Number({ exclusiveMinimum: 0, maximum: 9999 }))),
     pickup_at: DateTimeInput,
@@ -125,7 +108,7 @@ export const BookingBody = Type.Object(
     executor_organization_id: OptionalUuid,
     driver_id: OptionalUuid,
     vehicle_id: OptionalUuid,
-    channel: Type.Optional(Nullable(Type.Enum([...CHANNELS]))),
+    channel: Type.Optional(Nullable(Type.Enum([...BOOKING_CHANNELS]))),
     confirmation: Type.Optional(Nullable(Confirmation)),
     event_reference: OptionalText(100),
     passenger: Type.Optional(Nullable(Passenger)),

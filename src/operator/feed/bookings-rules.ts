@@ -3,11 +3,11 @@
 // announces nothing), the rules between fields, and booking numbers.
 import { randomInt } from 'node:crypto';
 import type { Static } from 'typebox';
+import type { InternalStatus } from '../../domain/bookings.js';
 import { invalidField } from '../../http/errors.js';
 import type {
   BookingInput,
   BookingRecordRow,
-  BookingStatus,
   Internal,
   Passenger,
   Place,
@@ -18,7 +18,7 @@ type PlaceValue = Static<typeof Place>;
 
 export interface BookingColumns {
   executor_organization_id: string | null;
-  status: BookingStatus;
+  status: InternalStatus;
   service_type: 'transfer' | 'hourly';
   hours: number | null;
   pickup_at: string;
@@ -105,7 +105,7 @@ export function toColumns(b: BookingInput): BookingColumns {
 export function toInput(r: BookingRecordRow): BookingInput {
   const iso = (d: Date | string) => new Date(d).toISOString();
   return {
-    status: r.status as BookingStatus,
+    status: r.status as InternalStatus,
     service_type: r.service_type as BookingInput['service_type'],
     hours: r.hours,
     pickup_at: iso(r.pickup_at),

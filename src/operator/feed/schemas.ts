@@ -2,9 +2,9 @@
 // the feed answers with, in the public shape of the contract. Bodies are strict: an unknown field
 // is a 400 naming it, so a typo never silently drops data.
 import { type Static, Type } from 'typebox';
+import { VEHICLE_CATEGORIES } from '../../domain/bookings.js';
 import { DateTime, DateTimeInput, Nullable, Uuid } from '../../http/schemas.js';
 
-export const VEHICLE_CATEGORIES = ['sedan', 'van', 'sedan_vip', 'van_vip'] as const;
 export const CUSTOMER_TYPES = ['account', 'public_engine'] as const;
 
 const strict = { additionalProperties: false } as const;
