@@ -189,7 +189,8 @@ function bookingInput(rand: Random, d: Draft, now: number): BookingInput {
     channel: customer?.type === 'public_engine' ? 'public_engine' : rand.pick(CHANNELS),
     confirmation: {
       mode: confirmed ? rand.pick(['automatic', 'manual']) : null,
-      confirmed_at: confirmed ? iso(created + rand.int(2, 90) * MINUTE) : null,
+      // Confirmed a little after it came in, never later than now.
+      confirmed_at: confirmed ? iso(Math.min(now - MINUTE, created + rand.int(2, 90) * MINUTE)) : null,
     },
     event_reference: d.index >= 45 && d.index <= 47 ? 'BODA-GARCIA-LOPEZ' : null,
     passenger: surname,
