@@ -3,7 +3,7 @@
 // For each database: make the data set when missing, start the API as operators do, load every
 // read endpoint, load the ceiling server with the same bytes, and record the results.
 import { spawnSync } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -259,7 +259,9 @@ async function main(): Promise<void> {
     }
   }
   if (!args['dry-run']) {
-    const markdown = renderBenchmarks(await latestResults(RESULTS));
+    // The reading of the figures (what holds each endpoint back) is written by hand and kept.
+    const analysis = await readFile(join(ROOT, 'bench', 'analysis.md'), 'utf8').catch(() => '');
+    const markdown = [renderBenchmarks(await latestResults(RESULTS)), analysis].filter(Boolean).join('\n');
     await writeFile(join(ROOT, 'BENCHMARKS.md'), markdown);
     process.stdout.write(markdown);
   }
