@@ -26,6 +26,10 @@ export interface Config {
   masterKey: Buffer | null;
   logLevel: string;
   authCacheTtlMs: number;
+  /** A query running longer is cancelled by PostgreSQL (the request answers 500 internal). */
+  statementTimeoutMs: number;
+  /** A request not received whole within this time is dropped (slow clients, slowloris). */
+  requestTimeoutMs: number;
   trustProxy: boolean;
   rateLimits: RateLimitConfig;
   eventRetentionDays: number;
@@ -97,6 +101,8 @@ export function loadConfig(env: Env = process.env): Config {
       'info',
     ),
     authCacheTtlMs: int(env, 'SVC_AUTH_CACHE_TTL_MS', 5000, 0, 60_000),
+    statementTimeoutMs: int(env, 'SVC_DB_STATEMENT_TIMEOUT_MS', 15_000, 100, 600_000),
+    requestTimeoutMs: int(env, 'SVC_REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000),
     trustProxy: bool(env, 'SVC_TRUST_PROXY', false),
     rateLimits: {
       windowMs: int(env, 'SVC_RATE_WINDOW_MS', 60_000, 1000),

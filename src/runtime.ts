@@ -16,7 +16,9 @@ import type { RateLimitStore } from './ratelimit/store.js';
 import { newMasterKey } from './security/secrets.js';
 
 export async function openDatabase(config: Config): Promise<Db> {
-  if (config.databaseUrl) return createPostgresDb({ url: config.databaseUrl });
+  if (config.databaseUrl) {
+    return createPostgresDb({ url: config.databaseUrl, statementTimeoutMs: config.statementTimeoutMs });
+  }
   await mkdir(config.dataDir, { recursive: true });
   return createPgliteDb(join(config.dataDir, 'pglite'));
 }

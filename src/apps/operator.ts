@@ -13,7 +13,12 @@ export const OPERATOR_PREFIX = '/operator/v1';
 export async function buildOperatorApp(deps: Deps, token: string): Promise<App> {
   if (token.length < 32) throw new Error('the operator API needs a token of at least 32 characters');
   const expected = `Bearer ${token}`;
-  const app = createHttpApp({ name: 'operator', logger: deps.logger, metrics: deps.metrics });
+  const app = createHttpApp({
+    name: 'operator',
+    logger: deps.logger,
+    requestTimeoutMs: deps.config.requestTimeoutMs,
+    metrics: deps.metrics,
+  });
   app.addHook('onRequest', async (request) => {
     if (request.is404) return;
     const given = request.headers.authorization ?? '';

@@ -15,6 +15,7 @@ export async function buildPublicApp(deps: Deps): Promise<App> {
   const app = createHttpApp({
     name: 'public',
     logger: deps.logger,
+    requestTimeoutMs: deps.config.requestTimeoutMs,
     trustProxy: deps.config.trustProxy,
     metrics: deps.metrics,
   });

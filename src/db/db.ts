@@ -27,6 +27,8 @@ export interface PostgresOptions {
   url: string;
   /** Tests give each file its own schema so they can share one server. */
   schema?: string;
+  /** PostgreSQL cancels a statement that runs longer (ms). */
+  statementTimeoutMs?: number;
   max?: number;
 }
 
@@ -34,7 +36,13 @@ export function createPostgresDb(options: PostgresOptions): Db {
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.max ?? 10,
-    options: options.schema ? `-c search_path=${options.schema}` : undefined,
+    options:
+      [
+        options.schema ? `-c search_path=${options.schema}` : '',
+        options.statementTimeoutMs ? `-c statement_timeout=${options.statementTimeoutMs}` : '',
+      ]
+        .filter(Boolean)
+        .join(' ') || undefined,
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
         oid === INT8 || oid === NUMERIC ? toNumber : pg.types.getTypeParser(oid, format)) as never,

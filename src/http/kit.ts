@@ -19,6 +19,8 @@ export const REQUEST_ID_HEADER = 'x-svc-request-id';
 export interface KitOptions {
   logger: FastifyBaseLogger;
   trustProxy?: boolean;
+  /** Drop a request not received whole within this time (ms); 0 never. */
+  requestTimeoutMs?: number;
   /** Names the application in metrics. */
   name: 'public' | 'operator';
   metrics?: Metrics;
@@ -74,6 +76,7 @@ export function createHttpApp(options: KitOptions): App {
     genReqId: newRequestId,
     bodyLimit: BODY_LIMIT,
     trustProxy: options.trustProxy ?? false,
+    requestTimeout: options.requestTimeoutMs ?? 0,
     exposeHeadRoutes: false,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // A path the router cannot even read (bad percent-encoding, a path id longer than any id)
@@ -114,6 +117,8 @@ export function createHttpApp(options: KitOptions): App {
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header(REQUEST_ID_HEADER, request.id);
+    // Answers carry personal data and prices: no shared cache may keep them.
+    reply.header('cache-control', 'no-store');
   });
 
   // A route that declares a body needs application/json even when the body is empty.

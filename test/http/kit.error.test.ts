@@ -239,3 +239,16 @@ describe('paths the router cannot read', () => {
     }
   });
 });
+
+describe('caching', () => {
+  test('answers, successful or not, tell caches to keep nothing', async () => {
+    const t = await createTenant(svc);
+    for (const res of [
+      await svc.call('GET', '/integrations/me', { key: t.key }),
+      await svc.call('GET', '/integrations/me'),
+      await svc.call('GET', '/nothing-here'),
+    ]) {
+      assert.equal(res.headers['cache-control'], 'no-store');
+    }
+  });
+});
