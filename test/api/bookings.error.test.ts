@@ -1,18 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { BOOKING_STATUSES } from '../../src/domain/bookings.js';
-import { startService, type TestService } from '../support/context.js';
-import { createTenant, type Tenant } from '../support/tenants.js';
+import { serviceForFile } from '../support/context.js';
+import { createTenant } from '../support/tenants.js';
 import { ALL_READ, assertError, withoutRequestId } from './read-support.js';
 
-let svc: TestService;
-let t: Tenant;
-before(async () => {
-  svc = await startService();
-  t = await createTenant(svc, { scopes: ALL_READ });
-});
-after(() => svc.close());
+const svc = await serviceForFile();
+const t = await createTenant(svc, { scopes: ALL_READ });
 
 const list = (query: string) => svc.call('GET', `/bookings?${query}`, { key: t.key });
 

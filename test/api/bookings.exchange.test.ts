@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { startService, type TestService } from '../support/context.js';
 import { putBooking, putDriver, putVehicle } from '../support/feed.js';
 import { expectOk, type Tenant } from '../support/tenants.js';
-import { exchangePair, ORIGINATOR_PRICING } from './read-support.js';
+import { exchangePair, ORIGINATOR_PRICING, putExchanged } from './read-support.js';
 
 let svc: TestService;
 before(async () => {
@@ -37,12 +37,7 @@ describe('the exchange: originator and executor', () => {
     await putDriver(svc, executor.organization.id, { name: 'Pedro Ruiz', nickname: 'Pedro' }, driver);
     await putVehicle(svc, executor.organization.id, { plate: '9999ZZZ', model: 'Mercedes Vito' }, vehicle);
     const id = randomUUID();
-    await putBooking(
-      svc,
-      originator.organization.id,
-      { executor_organization_id: executor.organization.id, driver_id: driver, vehicle_id: vehicle },
-      id,
-    );
+    await putExchanged(svc, originator, executor, { driver_id: driver, vehicle_id: vehicle }, id);
     return { originator, executor, driver, vehicle, id };
   }
 

@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { startService, type TestService } from '../support/context.js';
 import { bookingBody, putBooking, putCustomer, putDriver, putVehicle } from '../support/feed.js';
 import { createTenant } from '../support/tenants.js';
-import { ALL_READ, at, exchangePair, ORIGINATOR_PRICING } from './read-support.js';
+import { ALL_READ, at, exchangePair, ORIGINATOR_PRICING, putExchanged } from './read-support.js';
 
 let svc: TestService;
 before(async () => {
@@ -232,12 +232,7 @@ describe('GET /bookings filters', () => {
   test('the executor filters the bookings it receives too', async () => {
     const { originator, executor } = await exchangePair(svc);
     const id = randomUUID();
-    await putBooking(
-      svc,
-      originator.organization.id,
-      { executor_organization_id: executor.organization.id, status: 'completada' },
-      id,
-    );
+    await putExchanged(svc, originator, executor, { status: 'completada' }, id);
     const res = await svc.call('GET', '/bookings?status=completed', { key: executor.key });
     assert.deepEqual(
       res.body.data.map((b: any) => b.id),

@@ -1,17 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
-import { startService, type TestService } from '../support/context.js';
-import { createTenant, type Tenant } from '../support/tenants.js';
+import { describe, test } from 'node:test';
+import { serviceForFile } from '../support/context.js';
+import { createTenant } from '../support/tenants.js';
 import { ALL_READ, assertError, withoutRequestId } from './read-support.js';
 
-let svc: TestService;
-let t: Tenant;
-before(async () => {
-  svc = await startService();
-  t = await createTenant(svc, { scopes: ALL_READ });
-});
-after(() => svc.close());
+const svc = await serviceForFile();
+const t = await createTenant(svc, { scopes: ALL_READ });
 
 for (const path of ['/customers', '/drivers', '/vehicles']) {
   describe(`${path} errors`, () => {

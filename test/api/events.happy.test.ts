@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { startService, type TestService } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
 import { createTenant, expectOk, type Tenant } from '../support/tenants.js';
-import { ALL_READ, at, walk } from './read-support.js';
+import { ALL_READ, at, putExchanged, walk } from './read-support.js';
 
 let svc: TestService;
 before(async () => {
@@ -143,12 +143,7 @@ describe('GET /events', () => {
     const executor = await withOutbox();
     const stranger = await withOutbox();
     const id = randomUUID();
-    await putBooking(
-      svc,
-      originator.organization.id,
-      { executor_organization_id: executor.organization.id },
-      id,
-    );
+    await putExchanged(svc, originator, executor, {}, id);
     const mine = await events(originator);
     const theirs = await events(executor);
     assert.deepEqual([mine.length, theirs.length], [1, 1]);

@@ -1,7 +1,6 @@
 // Helpers of the external-id tests: an organization with a booking, link calls, error checks.
-import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { Response, TestService } from '../support/context.js';
+import type { TestService } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
 import { createTenant, type Tenant, type TenantOptions } from '../support/tenants.js';
 
@@ -37,13 +36,7 @@ export const putLink = (
 export const deleteLink = (svc: TestService, key: string, bookingId: string) =>
   svc.call('DELETE', linkPath(bookingId), { key });
 
-export function assertError(res: Response, status: number, code: string, details?: Record<string, unknown>) {
-  assert.equal(res.status, status, res.text);
-  assert.equal(res.body.error.code, code, res.text);
-  assert.equal(typeof res.body.error.message, 'string');
-  assert.equal(res.body.error.request_id, res.headers['x-svc-request-id']);
-  if (details) assert.deepEqual(res.body.error.details, details);
-}
+export { assertError } from './read-support.js';
 
 /** Makes the integration's links look `minutes` old, so a later write shows in updated_at. */
 export const ageLinks = (svc: TestService, tenant: Tenant, minutes: number) =>

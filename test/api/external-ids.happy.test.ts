@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
-import { startService, type TestService } from '../support/context.js';
+import { describe, test } from 'node:test';
+import { serviceForFile } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
 import { createTenant } from '../support/tenants.js';
 import {
@@ -13,12 +13,9 @@ import {
   LINK_SCOPES,
   putLink,
 } from './external-ids.fixture.js';
+import { putExchanged } from './read-support.js';
 
-let svc: TestService;
-before(async () => {
-  svc = await startService();
-});
-after(() => svc.close());
+const svc = await serviceForFile();
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -120,12 +117,7 @@ describe('PUT /bookings/{id}/external-id', () => {
     const originator = await createTenant(svc, { scopes: LINK_SCOPES });
     const executor = await createTenant(svc, { scopes: LINK_SCOPES });
     const bookingId = randomUUID();
-    await putBooking(
-      svc,
-      originator.organization.id,
-      { executor_organization_id: executor.organization.id },
-      bookingId,
-    );
+    await putExchanged(svc, originator, executor, {}, bookingId);
     const res = await putLink(svc, executor.key, bookingId, { external_id: 'EXEC-1' });
     assert.equal(res.status, 200, res.text);
     assert.equal((await getLink(svc, executor.key, bookingId)).body.external_id, 'EXEC-1');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
-import { startService, type TestService } from '../support/context.js';
+import { describe, test } from 'node:test';
+import { serviceForFile } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
 import { createTenant } from '../support/tenants.js';
 import {
@@ -13,11 +13,7 @@ import {
   putLink,
 } from './external-ids.fixture.js';
 
-let svc: TestService;
-before(async () => {
-  svc = await startService();
-});
-after(() => svc.close());
+const svc = await serviceForFile();
 
 /** The error without its request id: a foreign booking and a missing one must answer the same. */
 const shape = (res: any) => ({

@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { startService, type TestService } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
 import { createTenant } from '../support/tenants.js';
-import { ALL_READ, at, exchangePair, walk } from './read-support.js';
+import { ALL_READ, at, exchangePair, putExchanged, walk } from './read-support.js';
 
 let svc: TestService;
 before(async () => {
@@ -23,12 +23,7 @@ describe('bookings: keyset pages over both sides of the exchange', () => {
     for (let i = 0; i < 60; i += 1) {
       const id = randomUUID();
       if (i % 3 === 0) {
-        await putBooking(
-          svc,
-          originator.organization.id,
-          { executor_organization_id: executor.organization.id, created_at: at(i) },
-          id,
-        );
+        await putExchanged(svc, originator, executor, { created_at: at(i) }, id);
       } else {
         await putBooking(svc, executor.organization.id, { created_at: at(i) }, id);
       }

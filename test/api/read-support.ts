@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { Response, TestService } from '../support/context.js';
-import { putBooking } from '../support/feed.js';
+import { bookingBody, putBooking } from '../support/feed.js';
 import { createTenant, type Tenant } from '../support/tenants.js';
 
 export const ALL_READ = [
@@ -16,20 +16,10 @@ export const ALL_READ = [
   'passengers:read',
 ];
 
-/** The originator's pricing of the feed fixture (bookingBody). */
-export const ORIGINATOR_PRICING = {
-  currency: 'EUR',
-  total: 95.5,
-  vat_pct: 10,
-  sale_total: 110,
-  extras: [{ name: 'Silla de bebé', amount: 5, per_passenger: false }],
-  diet: null,
-  parking: null,
-  night_surcharge: null,
-  payment_mode: 'credit',
-  payment_status: 'pending',
-  paid_at: null,
-};
+/** The originator's pricing of the feed fixture (bookingBody): all of it but the executor's net. */
+export const ORIGINATOR_PRICING = (({ net_executor: _executorOnly, ...originator }) => originator)(
+  bookingBody().pricing,
+);
 
 export function assertError(res: Response, status: number, code: string, details?: Record<string, unknown>) {
   assert.equal(res.status, status, res.text);
@@ -94,3 +84,18 @@ export async function exchangePair(svc: TestService, scopes = ALL_READ) {
   const executor: Tenant = await createTenant(svc, { scopes });
   return { originator, executor };
 }
+
+/** Pushes a booking `originator` originates and `executor` executes. */
+export const putExchanged = (
+  svc: TestService,
+  originator: Tenant,
+  executor: Tenant,
+  overrides: Record<string, unknown> = {},
+  id: string = randomUUID(),
+) =>
+  putBooking(
+    svc,
+    originator.organization.id,
+    { executor_organization_id: executor.organization.id, ...overrides },
+    id,
+  );

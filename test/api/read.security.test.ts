@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { startService, type TestService } from '../support/context.js';
 import { putBooking, putCustomer, putDriver, putVehicle } from '../support/feed.js';
 import { createTenant } from '../support/tenants.js';
-import { ALL_READ, assertError, exchangePair, withoutRequestId } from './read-support.js';
+import { ALL_READ, assertError, exchangePair, putExchanged, withoutRequestId } from './read-support.js';
 
 let svc: TestService;
 before(async () => {
@@ -142,12 +142,7 @@ describe('no parameter widens the organization', () => {
   test('a link to a booking the organization no longer sees is not returned', async () => {
     const { originator, executor } = await exchangePair(svc);
     const id = randomUUID();
-    await putBooking(
-      svc,
-      originator.organization.id,
-      { executor_organization_id: executor.organization.id },
-      id,
-    );
+    await putExchanged(svc, originator, executor, {}, id);
     await svc.db.query(
       'INSERT INTO booking_external_ids (integration_id, booking_id, external_id) VALUES ($1, $2, $3)',
       [executor.integration.id, id, 'FLEET-9'],

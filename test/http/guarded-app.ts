@@ -6,7 +6,7 @@ import { createPostgresDb, type Db } from '../../src/db/db.js';
 import { AppError } from '../../src/http/errors.js';
 import { installGuard } from '../../src/http/guard.js';
 import { type App, createHttpApp } from '../../src/http/kit.js';
-import type { Response } from '../support/context.js';
+import { inject, type Response } from '../support/context.js';
 
 export const PREFIX = '/api/v1';
 
@@ -72,22 +72,9 @@ export interface CallOptions {
   headers?: Record<string, string>;
 }
 
-export async function call(app: App, method: string, url: string, options: CallOptions = {}) {
-  const headers: Record<string, string> = { ...options.headers };
-  if (options.key) headers.authorization = `Bearer ${options.key}`;
-  const res = await app.inject({
-    method: method as never,
-    url,
-    headers,
-    remoteAddress: options.ip ?? '127.0.0.1',
-  });
-  let body: unknown;
-  try {
-    body = res.body.length ? JSON.parse(res.body) : undefined;
-  } catch {
-    body = undefined;
-  }
-  return { status: res.statusCode, headers: res.headers, body, text: res.body } as Response;
+export function call(app: App, method: string, url: string, options: CallOptions = {}): Promise<Response> {
+  const { key, ...rest } = options;
+  return inject(app, method, url, rest, key ? `Bearer ${key}` : undefined);
 }
 
 /** The contract's error envelope, with the request id of the header. */

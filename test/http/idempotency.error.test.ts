@@ -1,24 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import type { App } from '../../src/http/kit.js';
-import { startService, type TestService } from '../support/context.js';
-import { createTenant, type Tenant } from '../support/tenants.js';
-import { buildProbeApp, gate, newProbe, type Probe, send, started } from './idempotency.fixture.js';
+import { describe, test } from 'node:test';
+import type { Tenant } from '../support/tenants.js';
+import { gate, probeService, send, started } from './idempotency.fixture.js';
 
-let svc: TestService;
-let app: App;
-let probe: Probe;
-before(async () => {
-  svc = await startService();
-  probe = newProbe();
-  app = await buildProbeApp(svc, probe);
-});
-after(async () => {
-  await app.close();
-  await svc.close();
-});
+const { svc, app, probe, tenant } = await probeService();
 
-const tenant = () => createTenant(svc, { scopes: ['bookings:read'] });
 const count = async (t: Tenant) =>
   (
     await svc.db.query<{ n: number }>(

@@ -1,6 +1,7 @@
 // A small public-style app (kit + guard + Idempotency-Key) with probe routes, built on the
 // database of a test service. Probes count their executions, can be held at a gate, and can fail
 // on demand, so the tests see exactly how often a handler ran.
+import { after } from 'node:test';
 import { Type } from 'typebox';
 import type { Db } from '../../src/db/db.js';
 import { createIdentityCache } from '../../src/http/auth.js';
@@ -9,7 +10,8 @@ import { installGuard } from '../../src/http/guard.js';
 import { installIdempotency } from '../../src/http/idempotency.js';
 import { type App, createHttpApp } from '../../src/http/kit.js';
 import { createMemoryStore } from '../../src/ratelimit/memory.js';
-import type { Response, TestService } from '../support/context.js';
+import { type Response, startService, type TestService } from '../support/context.js';
+import { createTenant, type Tenant } from '../support/tenants.js';
 
 export interface Probe {
   /** Executions of each probe handler, by route name. */
@@ -110,6 +112,26 @@ export async function buildProbeApp(svc: TestService, probe: Probe, db: Db = svc
 
   await app.ready();
   return app;
+}
+
+export interface ProbeService {
+  svc: TestService;
+  app: App;
+  probe: Probe;
+  /** A fresh tenant whose key the probe routes accept. */
+  tenant(): Promise<Tenant>;
+}
+
+/** A test service and a probe app on its database for the whole file, both closed after its last test. */
+export async function probeService(): Promise<ProbeService> {
+  const svc = await startService();
+  const probe = newProbe();
+  const app = await buildProbeApp(svc, probe);
+  after(async () => {
+    await app.close();
+    await svc.close();
+  });
+  return { svc, app, probe, tenant: () => createTenant(svc, { scopes: ['bookings:read'] }) };
 }
 
 export async function send(

@@ -1,24 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import type { App } from '../../src/http/kit.js';
-import { startService, type TestService } from '../support/context.js';
+import { describe, test } from 'node:test';
 import { createTenant, type Tenant } from '../support/tenants.js';
-import { buildProbeApp, newProbe, type Probe, SECRET, send } from './idempotency.fixture.js';
+import { probeService, SECRET, send } from './idempotency.fixture.js';
 
-let svc: TestService;
-let app: App;
-let probe: Probe;
-before(async () => {
-  svc = await startService();
-  probe = newProbe();
-  app = await buildProbeApp(svc, probe);
-});
-after(async () => {
-  await app.close();
-  await svc.close();
-});
+const { svc, app, probe, tenant } = await probeService();
 
-const tenant = () => createTenant(svc, { scopes: ['bookings:read'] });
 const rows = (t: Tenant) =>
   svc.db.query<any>('SELECT * FROM idempotency_keys WHERE integration_id = $1 ORDER BY claimed_at', [
     t.integration.id,

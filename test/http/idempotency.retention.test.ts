@@ -1,26 +1,11 @@
 // Records are kept idempotencyRetentionHours (24 h) and then pruned by the maintenance task.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import type { App } from '../../src/http/kit.js';
+import { describe, test } from 'node:test';
 import { MAINTENANCE_TASKS } from '../../src/maintenance.js';
-import { startService, type TestService } from '../support/context.js';
-import { createTenant, type Tenant } from '../support/tenants.js';
-import { buildProbeApp, newProbe, type Probe, send } from './idempotency.fixture.js';
+import type { Tenant } from '../support/tenants.js';
+import { probeService, send } from './idempotency.fixture.js';
 
-let svc: TestService;
-let app: App;
-let probe: Probe;
-before(async () => {
-  svc = await startService();
-  probe = newProbe();
-  app = await buildProbeApp(svc, probe);
-});
-after(async () => {
-  await app.close();
-  await svc.close();
-});
-
-const tenant = () => createTenant(svc, { scopes: ['bookings:read'] });
+const { svc, app, probe, tenant } = await probeService();
 
 /** Ages one record by `minutes`, as if it had been made that long ago. */
 const age = (t: Tenant, key: string, minutes: number) =>

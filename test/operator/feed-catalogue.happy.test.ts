@@ -1,8 +1,8 @@
 // The feed for the catalogue: customers (soft delete), drivers and vehicles (hard delete).
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
-import { startService, type TestService } from '../support/context.js';
+import { describe, test } from 'node:test';
+import { serviceForFile } from '../support/context.js';
 import {
   customerBody,
   driverBody,
@@ -14,11 +14,7 @@ import {
 } from '../support/feed.js';
 import { assertError, newOrg } from './feed.fixture.js';
 
-let svc: TestService;
-before(async () => {
-  svc = await startService();
-});
-after(() => svc.close());
+const svc = await serviceForFile();
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 

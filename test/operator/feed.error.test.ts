@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
-import { startService, type TestService } from '../support/context.js';
+import { describe, test } from 'node:test';
+import { serviceForFile } from '../support/context.js';
 import {
   bookingBody,
   customerBody,
@@ -14,11 +14,7 @@ import {
 } from '../support/feed.js';
 import { assertError, newOrg, type Org } from './feed.fixture.js';
 
-let svc: TestService;
-before(async () => {
-  svc = await startService();
-});
-after(() => svc.close());
+const svc = await serviceForFile();
 
 const putB = (org: Org, overrides: Record<string, unknown>, id = randomUUID()) =>
   svc.op('PUT', `/organizations/${org.id}/bookings/${id}`, bookingBody(overrides));

@@ -3,6 +3,7 @@
 // memory or, under TEST_REDIS_URL, in Redis under a prefix of its own.
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
+import { after } from 'node:test';
 import type { Deps } from '../../src/apps/deps.js';
 import { buildOperatorApp, OPERATOR_PREFIX } from '../../src/apps/operator.js';
 import { buildPublicApp, PUBLIC_PREFIX } from '../../src/apps/public.js';
@@ -100,7 +101,8 @@ export interface TestService {
   close(): Promise<void>;
 }
 
-async function inject(app: App, method: string, url: string, options: CallOptions, auth?: string) {
+/** One request through `app.inject`, the answer's body parsed as JSON when it is JSON. */
+export async function inject(app: App, method: string, url: string, options: CallOptions, auth?: string) {
   const headers: Record<string, string> = { ...options.headers };
   if (auth !== undefined) headers.authorization = auth;
   let payload: string | Buffer | undefined = options.payload;
@@ -176,4 +178,11 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
       await drop();
     },
   };
+}
+
+/** The service of a whole test file: started at once (top-level await), closed after its last test. */
+export async function serviceForFile(env: Record<string, string> = {}): Promise<TestService> {
+  const svc = await startService(env);
+  after(() => svc.close());
+  return svc;
 }
