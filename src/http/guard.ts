@@ -7,7 +7,7 @@ import type { RateLimitStore } from '../ratelimit/store.js';
 import { API_KEY_PATTERN, keyEnvironment } from '../security/secrets.js';
 import type { Identity, IdentityCache } from './auth.js';
 import { AppError, type ErrorCode } from './errors.js';
-import type { App } from './kit.js';
+import { type App, allowedMethods } from './kit.js';
 import type { Metrics } from './metrics.js';
 import type { Scope } from './scopes.js';
 
@@ -79,7 +79,7 @@ export function installGuard(app: App, deps: GuardDeps): void {
   }
 
   async function admit(request: FastifyRequest, reply: FastifyReply, identity: Identity): Promise<void> {
-    const endpoint = `${request.method} ${request.routeOptions.url}`;
+    const endpoint = request.is404 ? 'unknown path' : `${request.method} ${request.routeOptions.url}`;
     const decision = await limiter.hit(
       [
         { key: `key:${identity.key.id}`, limit: limits.perKey },
@@ -95,7 +95,14 @@ export function installGuard(app: App, deps: GuardDeps): void {
   }
 
   app.addHook('onRequest', async (request, reply) => {
-    if (request.is404) return;
+    if (request.is404) {
+      // A wrong method is the server's 405, before the API. An unknown path answers 404, but a key
+      // sent with it is checked and counted like any other, so a valid key's answer carries the
+      // rate-limit headers and a bad one cannot probe paths for free.
+      if (!request.headers.authorization || allowedMethods(app, request.url).size > 0) return;
+      await admit(request, reply, await authenticate(request));
+      return;
+    }
     const identity = await authenticate(request);
     await admit(request, reply, identity);
     if (identity.integration.status !== 'active') throw new AppError('integration_disabled');

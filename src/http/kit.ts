@@ -70,6 +70,19 @@ function routePattern(url: string): RegExp {
   return new RegExp(`^${escaped}/?$`);
 }
 
+type RouteRegistry = Map<string, { pattern: RegExp; methods: Set<string> }>;
+const registries = new WeakMap<object, RouteRegistry>();
+
+/** The methods registered on the route a URL would match, whatever its method: empty for an unknown path. */
+export function allowedMethods(app: App, url: string): Set<string> {
+  const path = url.split('?')[0] ?? '';
+  const allowed = new Set<string>();
+  for (const { pattern, methods } of registries.get(app)?.values() ?? []) {
+    if (pattern.test(path)) for (const m of methods) allowed.add(m);
+  }
+  return allowed;
+}
+
 export function createHttpApp(options: KitOptions): App {
   const app = Fastify({
     loggerInstance: options.logger,
@@ -147,6 +160,7 @@ export function createHttpApp(options: KitOptions): App {
 
   // Registered routes, to tell "no such path" (404) from "no such method on this path" (405).
   const routes = new Map<string, { pattern: RegExp; methods: Set<string> }>();
+  registries.set(app, routes);
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     const entry = routes.get(route.url) ?? { pattern: routePattern(route.url), methods: new Set<string>() };
@@ -155,11 +169,7 @@ export function createHttpApp(options: KitOptions): App {
   });
 
   app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0] ?? '';
-    const allowed = new Set<string>();
-    for (const { pattern, methods } of routes.values()) {
-      if (pattern.test(path)) for (const m of methods) allowed.add(m);
-    }
+    const allowed = allowedMethods(app, request.url);
     if (allowed.size > 0) {
       // The one error without envelope or request id: answered by the server, before the API.
       reply.removeHeader(REQUEST_ID_HEADER);

@@ -89,13 +89,17 @@ describe('error envelope', () => {
 });
 
 describe('unknown paths', () => {
-  test('an unknown path is 404 not_found, before authentication', async () => {
+  test('an unknown path is 404 not_found; a key sent with it is checked and counted', async () => {
     const t = await createTenant(svc);
     for (const path of ['/nowhere', '/integrations', '/integrations/me/more', '/']) {
-      assertError(await svc.call('GET', path), 404, 'not_found');
+      const anonymous = await svc.call('GET', path);
+      assertError(anonymous, 404, 'not_found');
+      assert.equal(anonymous.headers['x-ratelimit-limit'], undefined, 'no key, nothing to count');
       const withKey = await svc.call('GET', path, { key: t.key });
       assertError(withKey, 404, 'not_found');
-      assert.equal(withKey.headers['x-ratelimit-limit'], undefined, 'not authenticated, so not counted');
+      assert.equal(withKey.headers['x-ratelimit-limit'], '600', 'a valid key carries the rate-limit headers');
+      assert.match(String(withKey.headers['x-ratelimit-remaining']), /^\d+$/);
+      assertError(await svc.call('GET', path, { key: `svc_live_${'z'.repeat(40)}` }), 401, 'invalid_key');
     }
     const outside = await svc.api.inject({ method: 'GET', url: '/api/v2/integrations/me' });
     assert.equal(outside.statusCode, 404);
