@@ -1,35 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createMemoryStore } from './memory.js';
-import { runStoreCases } from './store.cases.js';
+import { manualClock, openMemoryFixture, runStoreCases } from './store.cases.js';
 
 const W = 60_000;
 
-function manualClock() {
-  let t = 1_700_000_000_000;
-  return {
-    now: () => t,
-    advance: (ms: number) => {
-      t += ms;
-    },
-  };
-}
-
-runStoreCases('memory store', async () => {
-  const clock = manualClock();
-  const store = createMemoryStore(clock.now);
-  return {
-    store,
-    twin: () => store,
-    advance: clock.advance,
-    async assertForgetsIdle(_keys, windowMs) {
-      clock.advance(windowMs);
-      await store.hit([{ key: 'probe', limit: 1 }], windowMs, 'peek');
-      assert.equal(store.size(), 0);
-    },
-    close: () => store.close(),
-  };
-});
+runStoreCases('memory store', openMemoryFixture);
 
 describe('memory store upkeep', () => {
   test('idle buckets are swept once per window; active ones keep their state', async () => {

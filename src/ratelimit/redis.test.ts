@@ -3,22 +3,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { createMemoryStore } from './memory.js';
 import { createRedisStore } from './redis.js';
-import { runStoreCases, type StoreFixture } from './store.cases.js';
+import { manualClock, openMemoryFixture, runStoreCases, type StoreFixture } from './store.cases.js';
 import type { RateLimitStore } from './store.js';
 
 const url = process.env.TEST_REDIS_URL;
-
-function manualClock() {
-  let t = 1_700_000_000_000;
-  return {
-    now: () => t,
-    advance: (ms: number) => {
-      t += ms;
-    },
-  };
-}
 
 async function openRedis(redisUrl: string): Promise<StoreFixture> {
   const clock = manualClock();
@@ -50,23 +39,7 @@ async function openRedis(redisUrl: string): Promise<StoreFixture> {
   };
 }
 
-async function openMemory(): Promise<StoreFixture> {
-  const clock = manualClock();
-  const store = createMemoryStore(clock.now);
-  return {
-    store,
-    twin: () => store,
-    advance: clock.advance,
-    async assertForgetsIdle(_keys, windowMs) {
-      clock.advance(windowMs);
-      await store.hit([{ key: 'probe', limit: 1 }], windowMs, 'peek');
-      assert.equal(store.size(), 0);
-    },
-    close: () => store.close(),
-  };
-}
-
 runStoreCases(
   url ? 'Redis store' : 'Redis store table on the memory store (TEST_REDIS_URL not set)',
-  url ? () => openRedis(url) : openMemory,
+  url ? () => openRedis(url) : openMemoryFixture,
 );

@@ -3,6 +3,7 @@
 // so both stores are held to the same answers.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { createMemoryStore } from './memory.js';
 import type { Bucket, RateLimitStore } from './store.js';
 
 export interface StoreFixture {
@@ -171,4 +172,32 @@ export function runStoreCases(label: string, open: () => Promise<StoreFixture>):
       });
     }
   });
+}
+
+/** A clock the cases move by hand. */
+export function manualClock() {
+  let t = 1_700_000_000_000;
+  return {
+    now: () => t,
+    advance: (ms: number) => {
+      t += ms;
+    },
+  };
+}
+
+/** The memory store as a fixture of the shared cases. */
+export async function openMemoryFixture(): Promise<StoreFixture> {
+  const clock = manualClock();
+  const store = createMemoryStore(clock.now);
+  return {
+    store,
+    twin: () => store,
+    advance: clock.advance,
+    async assertForgetsIdle(_keys, windowMs) {
+      clock.advance(windowMs);
+      await store.hit([{ key: 'probe', limit: 1 }], windowMs, 'peek');
+      assert.equal(store.size(), 0);
+    },
+    close: () => store.close(),
+  };
 }
