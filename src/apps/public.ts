@@ -4,12 +4,24 @@ import { catalogueRoutes } from '../api/catalogue/routes.js';
 import { eventRoutes } from '../api/events/routes.js';
 import { externalIdRoutes } from '../api/external-ids/routes.js';
 import { integrationRoutes } from '../api/integrations/routes.js';
-import { installGuard } from '../http/guard.js';
+import { type GuardDeps, installGuard } from '../http/guard.js';
 import { installIdempotency } from '../http/idempotency.js';
 import { type App, createHttpApp } from '../http/kit.js';
 import type { Deps } from './deps.js';
 
 export const PUBLIC_PREFIX = '/api/v1';
+
+/** What the guard needs, taken from the application's dependencies. */
+export function guardDeps(deps: Deps): GuardDeps {
+  return {
+    identities: deps.identities,
+    limiter: deps.limiter,
+    limits: deps.config.rateLimits,
+    environment: deps.config.environment,
+    now: deps.now,
+    metrics: deps.metrics,
+  };
+}
 
 export async function buildPublicApp(deps: Deps): Promise<App> {
   const app = createHttpApp({
@@ -19,14 +31,7 @@ export async function buildPublicApp(deps: Deps): Promise<App> {
     trustProxy: deps.config.trustProxy,
     metrics: deps.metrics,
   });
-  installGuard(app, {
-    identities: deps.identities,
-    limiter: deps.limiter,
-    limits: deps.config.rateLimits,
-    environment: deps.config.environment,
-    now: deps.now,
-    metrics: deps.metrics,
-  });
+  installGuard(app, guardDeps(deps));
   installIdempotency(app, {
     db: deps.db,
     claimTimeoutMs: deps.config.idempotencyClaimTimeoutMs,

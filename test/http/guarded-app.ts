@@ -2,6 +2,7 @@
 // service's dependencies, with test-only routes whose scopes and templates the tests choose.
 import assert from 'node:assert/strict';
 import type { Deps } from '../../src/apps/deps.js';
+import { guardDeps } from '../../src/apps/public.js';
 import { createPostgresDb, type Db } from '../../src/db/db.js';
 import { AppError } from '../../src/http/errors.js';
 import { installGuard } from '../../src/http/guard.js';
@@ -36,13 +37,7 @@ export async function closedDatabase(): Promise<Db> {
 
 export async function buildGuardedApp(deps: Deps): Promise<App> {
   const app = createHttpApp({ name: 'public', logger: deps.logger });
-  installGuard(app, {
-    identities: deps.identities,
-    limiter: deps.limiter,
-    limits: deps.config.rateLimits,
-    environment: deps.config.environment,
-    now: deps.now,
-  });
+  installGuard(app, guardDeps(deps));
   await app.register(
     async (api) => {
       const ok = async () => ({ ok: true });
