@@ -1,4 +1,11 @@
-import type { Bucket, Clock, Decision, HitMode, RateLimitStore } from './store.js';
+import {
+  type Bucket,
+  type Clock,
+  type Decision,
+  type HitMode,
+  type RateLimitStore,
+  windowOf,
+} from './store.js';
 
 /**
  * The timestamps of one bucket, oldest first. Entries before `head` have left the window: moving
@@ -8,6 +15,8 @@ import type { Bucket, Clock, Decision, HitMode, RateLimitStore } from './store.j
 interface Log {
   times: number[];
   head: number;
+  /** The window of the bucket, so the sweep forgets it only once it is idle for its own window. */
+  windowMs: number;
 }
 
 const COMPACT_AFTER = 32;
@@ -32,19 +41,21 @@ export interface MemoryStore extends RateLimitStore {
 export function createMemoryStore(now: Clock = Date.now): MemoryStore {
   const logs = new Map<string, Log>();
 
-  // Forget idle buckets so memory follows active keys only; one pass per window at most.
+  // Forget idle buckets so memory follows active keys only; one pass per window of the call at
+  // most. Each bucket is judged by its own window, so an hour's bucket outlives a minute's sweep.
   let lastSweep = Number.NEGATIVE_INFINITY;
   const sweep = (t: number, windowMs: number) => {
     if (t - lastSweep < windowMs) return;
     lastSweep = t;
     for (const [key, log] of logs) {
-      if (size(log) === 0 || (log.times.at(-1) as number) <= t - windowMs) logs.delete(key);
+      if (size(log) === 0 || (log.times.at(-1) as number) <= t - log.windowMs) logs.delete(key);
     }
   };
 
-  const current = (key: string, since: number): Log => {
-    const log = logs.get(key) ?? { times: [], head: 0 };
-    prune(log, since);
+  const current = (key: string, windowMs: number, t: number): Log => {
+    const log = logs.get(key) ?? { times: [], head: 0, windowMs };
+    log.windowMs = windowMs;
+    prune(log, t - windowMs);
     return log;
   };
 
@@ -52,14 +63,17 @@ export function createMemoryStore(now: Clock = Date.now): MemoryStore {
     async hit(buckets: readonly Bucket[], windowMs: number, mode: HitMode): Promise<Decision> {
       const t = now();
       sweep(t, windowMs);
-      const state = buckets.map((b) => ({ b, log: current(b.key, t - windowMs) }));
+      const state = buckets.map((b) => {
+        const w = windowOf(b, windowMs);
+        return { b, w, log: current(b.key, w, t) };
+      });
       let retryAfterMs = 0;
-      for (const { b, log } of state) {
+      for (const { b, w, log } of state) {
         const count = size(log);
         if (count >= b.limit) {
           // The bucket has room again when the entry `limit` places from the newest leaves.
           const freeing = log.times[log.head + count - b.limit] as number;
-          retryAfterMs = Math.max(retryAfterMs, freeing + windowMs - t);
+          retryAfterMs = Math.max(retryAfterMs, freeing + w - t);
         }
       }
       const allowed = retryAfterMs === 0;

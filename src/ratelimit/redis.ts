@@ -1,20 +1,29 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import type { Bucket, Clock, Decision, HitMode, RateLimitStore } from './store.js';
+import {
+  type Bucket,
+  type Clock,
+  type Decision,
+  type HitMode,
+  type RateLimitStore,
+  windowOf,
+} from './store.js';
 
 // One script decides for all buckets of a request atomically, so API processes that share Redis
-// admit exactly what one process would. Each bucket is a sorted set of request timestamps.
+// admit exactly what one process would. Each bucket is a sorted set of request timestamps, judged
+// over its own window (ARGV: now, mode, member, the limits, then the windows).
 const SCRIPT = `
 local now = tonumber(ARGV[1])
-local window = tonumber(ARGV[2])
-local mode = ARGV[3]
-local member = ARGV[4]
+local mode = ARGV[2]
+local member = ARGV[3]
+local n = #KEYS
 local counts = {}
 local retry = 0
 for i, key in ipairs(KEYS) do
+  local window = tonumber(ARGV[3 + n + i])
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
   local count = redis.call('ZCARD', key)
-  local limit = tonumber(ARGV[4 + i])
+  local limit = tonumber(ARGV[3 + i])
   counts[i] = count
   if count >= limit then
     local freeing = redis.call('ZRANGE', key, count - limit, count - limit, 'WITHSCORES')
@@ -25,10 +34,10 @@ end
 local adds = mode == 'record' or (mode == 'take' and retry == 0)
 local remaining = -1
 for i, key in ipairs(KEYS) do
-  local limit = tonumber(ARGV[4 + i])
+  local limit = tonumber(ARGV[3 + i])
   if adds then
     redis.call('ZADD', key, now, member)
-    redis.call('PEXPIRE', key, window)
+    redis.call('PEXPIRE', key, tonumber(ARGV[3 + n + i]))
     counts[i] = counts[i] + 1
   end
   local left = limit - counts[i]
@@ -72,7 +81,13 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       const keys = buckets.map((b) => prefix + b.key);
       const t = now();
       const member = `${t}:${node}:${sequence++}`;
-      const args = [t, windowMs, mode, member, ...buckets.map((b) => b.limit)];
+      const args = [
+        t,
+        mode,
+        member,
+        ...buckets.map((b) => b.limit),
+        ...buckets.map((b) => windowOf(b, windowMs)),
+      ];
       const [allowed, remaining, retry] = (await (
         redis as unknown as { svcRateHit(n: number, ...a: unknown[]): Promise<number[]> }
       ).svcRateHit(keys.length, ...keys, ...args)) as [number, number, number];

@@ -149,6 +149,30 @@ export const STORE_CASES: Case[] = [
     },
   },
   {
+    name: 'buckets of different windows are decided together, each over its own window',
+    async run({ store, advance }) {
+      const HOUR = 60 * W;
+      const minute = { key: 'per-minute', limit: 2 };
+      const hour = { key: 'per-hour', limit: 3, windowMs: HOUR };
+      assert.equal((await store.hit([minute, hour], W, 'take')).remaining, 1);
+      assert.equal((await store.hit([minute, hour], W, 'take')).remaining, 0);
+      assert.deepEqual(await store.hit([minute, hour], W, 'take'), {
+        allowed: false,
+        remaining: 0,
+        retryAfterMs: W,
+      });
+      advance(W);
+      // Calls of a one-minute window in between must not wipe the hour's bucket.
+      await store.hit([{ key: 'other', limit: 1 }], W, 'take');
+      advance(W);
+      await store.hit([{ key: 'other', limit: 1 }], W, 'take');
+      assert.equal((await store.hit([minute, hour], W, 'take')).remaining, 0, 'third of the hour');
+      const refused = await store.hit([minute, hour], W, 'take');
+      assert.equal(refused.allowed, false, 'the hour holds three');
+      assert.equal(refused.retryAfterMs, HOUR - 2 * W, 'until the first entry leaves the hour');
+    },
+  },
+  {
     name: 'idle buckets are forgotten',
     async run({ store, assertForgetsIdle }) {
       const keys = ['idle-1', 'idle-2', 'idle-3'];

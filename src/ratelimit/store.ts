@@ -5,7 +5,15 @@
 export interface Bucket {
   key: string;
   limit: number;
+  /**
+   * The bucket's own window (ms), when it differs from the one the call names: one call can then
+   * decide, in one atomic step, buckets of a minute and of an hour (webhook tests).
+   */
+  windowMs?: number;
 }
+
+/** The window a bucket is judged over. */
+export const windowOf = (bucket: Bucket, windowMs: number): number => bucket.windowMs ?? windowMs;
 
 export interface Decision {
   allowed: boolean;
