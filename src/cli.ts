@@ -1,4 +1,4 @@
-// svc: serve | migrate | demo | admin
+// svc: serve | worker | migrate | demo | admin
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { adminCommand } from './admin.js';
@@ -8,12 +8,14 @@ import { type Config, ConfigError, loadConfig } from './config.js';
 import { migrate } from './db/migrate.js';
 import { prepareDemo, printDemoBanner } from './demo/demo.js';
 import { startMaintenance } from './maintenance.js';
-import { createDeps, openDatabase } from './runtime.js';
+import { createDeps, openDatabase, startDeliveryWorker } from './runtime.js';
 
 const USAGE = `Usage: svc <command>
 
-  serve [--demo]   public API (SVC_PORT, 8080) and operator API (SVC_OPERATOR_PORT, 8081)
+  serve [--demo]   public API (SVC_PORT, 8080), operator API (SVC_OPERATOR_PORT, 8081) and a
+                   webhook delivery worker
                    --demo: seed the demo organization when missing and print a fresh API key
+  worker           webhook delivery workers only (PostgreSQL), for scale-out beside serve
   migrate          apply database migrations and exit
   demo             seed the demo organization when missing and exit
   admin ...        client of the operator API (svc admin help)
@@ -45,6 +47,7 @@ async function serve(args: string[]): Promise<number> {
   await api.listen({ host: cfg.host, port: cfg.port });
   await operator.listen({ host: cfg.operatorHost, port: cfg.operatorPort });
   const maintenance = startMaintenance(deps);
+  const worker = await startDeliveryWorker(deps);
 
   if (demo) {
     const address = api.server.address();
@@ -65,6 +68,34 @@ async function serve(args: string[]): Promise<number> {
   maintenance.stop();
   await api.close();
   await operator.close();
+  await worker.stop(WORKER_GRACE_MS);
+  await deps.limiter.close();
+  await db.close();
+  return 0;
+}
+
+const WORKER_GRACE_MS = 10_000;
+
+const untilSignal = () =>
+  new Promise<void>((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+
+/** Delivery workers without the APIs; the embedded database has room for one process only. */
+async function worker(): Promise<number> {
+  const cfg = config();
+  if (!cfg.databaseUrl) {
+    throw new Error(
+      'svc worker needs DATABASE_URL (PostgreSQL): on the embedded database, svc serve runs the only worker',
+    );
+  }
+  const db = await openDatabase(cfg);
+  const deps = await createDeps(cfg, db);
+  const delivery = await startDeliveryWorker(deps);
+  deps.logger.info('webhook delivery worker started');
+  await untilSignal();
+  await delivery.stop(WORKER_GRACE_MS);
   await deps.limiter.close();
   await db.close();
   return 0;
@@ -75,6 +106,8 @@ export async function main(argv: string[]): Promise<number> {
   switch (command) {
     case 'serve':
       return serve(rest);
+    case 'worker':
+      return worker();
     case 'migrate': {
       const db = await openDatabase(config());
       const applied = await migrate(db);

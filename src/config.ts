@@ -11,6 +11,21 @@ export interface RateLimitConfig {
   authFailuresPerIp: number;
 }
 
+export interface WebhookConfig {
+  /** Development and tests only: loopback and private targets, any port (logged loudly). */
+  allowPrivateTargets: boolean;
+  /** Development and tests only: a CA trusted for deliveries besides the system's. */
+  caFile: string | null;
+  /** The seven gaps between the eight attempts, in ms. */
+  retryGapsMs: number[];
+  timeoutMs: number;
+  /** A claimed delivery not recorded within this returns to the queue. */
+  leaseMs: number;
+  /** Attempts in flight per worker process, and per webhook across all workers. */
+  concurrency: number;
+  concurrencyPerWebhook: number;
+}
+
 export interface Config {
   environment: Environment;
   databaseUrl: string | null;
@@ -35,6 +50,7 @@ export interface Config {
   eventRetentionDays: number;
   idempotencyRetentionHours: number;
   idempotencyClaimTimeoutMs: number;
+  webhooks: WebhookConfig;
 }
 
 export class ConfigError extends Error {
@@ -67,6 +83,37 @@ function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], 
 
 function bool(env: Env, name: string, fallback: boolean): boolean {
   return oneOf(env, name, ['true', 'false'], fallback ? 'true' : 'false') === 'true';
+}
+
+export const DEFAULT_RETRY_GAPS_S = [30, 60, 120, 240, 480, 960, 1920];
+
+/** Seven gaps in seconds (decimals allowed, so tests can compress the schedule). */
+function retryGaps(env: Env, name: string): number[] {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return DEFAULT_RETRY_GAPS_S.map((s) => s * 1000);
+  const parts = raw.split(',').map((p) => p.trim());
+  if (parts.length !== 7 || parts.some((p) => !/^\d{1,6}(\.\d{1,3})?$/.test(p))) {
+    throw new ConfigError(name, `must be seven comma-separated numbers of seconds, got "${raw}"`);
+  }
+  return parts.map((p) => Math.round(Number(p) * 1000));
+}
+
+function webhookConfig(env: Env): WebhookConfig {
+  const timeoutMs = int(env, 'SVC_WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000);
+  const leaseMs = int(env, 'SVC_WEBHOOK_LEASE_SECONDS', 60, 1, 3600) * 1000;
+  if (leaseMs < timeoutMs + 1000) {
+    throw new ConfigError('SVC_WEBHOOK_LEASE_SECONDS', 'must exceed SVC_WEBHOOK_TIMEOUT_MS by at least 1 s');
+  }
+  const concurrency = int(env, 'SVC_WEBHOOK_CONCURRENCY', 32, 1, 1000);
+  return {
+    allowPrivateTargets: bool(env, 'SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
+    caFile: env.SVC_WEBHOOK_CA_FILE || null,
+    retryGapsMs: retryGaps(env, 'SVC_WEBHOOK_RETRY_SCHEDULE'),
+    timeoutMs,
+    leaseMs,
+    concurrency,
+    concurrencyPerWebhook: int(env, 'SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK', 4, 1, concurrency),
+  };
 }
 
 /** A master key is 32 bytes, given as 64 hex characters or as base64. */
@@ -114,5 +161,6 @@ export function loadConfig(env: Env = process.env): Config {
     eventRetentionDays,
     idempotencyRetentionHours: int(env, 'SVC_IDEMPOTENCY_RETENTION_HOURS', 24, 1, 24 * 30),
     idempotencyClaimTimeoutMs: int(env, 'SVC_IDEMPOTENCY_CLAIM_TIMEOUT_MS', 5 * 60_000, 1000),
+    webhooks: webhookConfig(env),
   };
 }

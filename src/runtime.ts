@@ -5,6 +5,9 @@ import type { Deps } from './apps/deps.js';
 import type { Config } from './config.js';
 import { createPgliteDb, createPostgresDb, type Db } from './db/db.js';
 import { migrate } from './db/migrate.js';
+import { createDeliveryMetrics } from './delivery/metrics.js';
+import { createSender } from './delivery/send.js';
+import { startWorker, type Worker } from './delivery/worker.js';
 import { createIdentityCache } from './http/auth.js';
 import { createCursorCodec } from './http/cursor.js';
 import { createMetrics } from './http/metrics.js';
@@ -13,7 +16,7 @@ import { withFallback } from './ratelimit/fallback.js';
 import { createMemoryStore } from './ratelimit/memory.js';
 import { createRedisStore } from './ratelimit/redis.js';
 import type { RateLimitStore } from './ratelimit/store.js';
-import { newMasterKey } from './security/secrets.js';
+import { createSecretBox, newMasterKey } from './security/secrets.js';
 
 export async function openDatabase(config: Config): Promise<Db> {
   if (config.databaseUrl) {
@@ -65,6 +68,47 @@ export async function createDeps(config: Config, db: Db): Promise<Deps> {
     limiter: createLimiter(config, logger, now),
     metrics: createMetrics(),
     cursors: createCursorCodec({ db, masterKey, refreshMs: config.authCacheTtlMs, now }),
+    secrets: createSecretBox(masterKey),
     now,
+  };
+}
+
+/**
+ * A delivery worker for this process, on the application's metrics registry. The development
+ * settings that widen what a delivery may reach are logged loudly whenever they are on.
+ */
+export async function startDeliveryWorker(deps: Deps): Promise<Worker> {
+  const { webhooks } = deps.config;
+  if (webhooks.allowPrivateTargets) {
+    deps.logger.warn(
+      'SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS=true: webhooks may target loopback and private addresses on any port. Never in production.',
+    );
+  }
+  if (webhooks.caFile) {
+    deps.logger.warn(
+      { file: webhooks.caFile },
+      'SVC_WEBHOOK_CA_FILE: deliveries also trust this CA. Never in production.',
+    );
+  }
+  const sender = createSender({
+    policy: { allowPrivateTargets: webhooks.allowPrivateTargets },
+    resolve: deps.resolve,
+    timeoutMs: webhooks.timeoutMs,
+    ca: webhooks.caFile ? await readFile(webhooks.caFile) : null,
+  });
+  const worker = await startWorker({
+    db: deps.db,
+    logger: deps.logger,
+    config: webhooks,
+    secrets: deps.secrets,
+    sender,
+    metrics: createDeliveryMetrics(deps.metrics.registry, deps.db),
+  });
+  return {
+    wake: worker.wake,
+    async stop(graceMs) {
+      await worker.stop(graceMs);
+      await sender.close();
+    },
   };
 }

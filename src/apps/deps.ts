@@ -7,6 +7,8 @@ import type { IdentityCache } from '../http/auth.js';
 import type { CursorCodec } from '../http/cursor.js';
 import type { Metrics } from '../http/metrics.js';
 import type { RateLimitStore } from '../ratelimit/store.js';
+import type { SecretBox } from '../security/secrets.js';
+import type { Resolver } from '../security/url-guard.js';
 
 export interface Deps {
   config: Config;
@@ -16,5 +18,9 @@ export interface Deps {
   limiter: RateLimitStore;
   metrics: Metrics;
   cursors: CursorCodec;
+  /** Seals webhook secrets at rest. */
+  secrets: SecretBox;
+  /** Resolves webhook hosts for the SSRF guard; the system resolver unless a test gives one. */
+  resolve?: Resolver;
   now: () => number;
 }

@@ -4,6 +4,7 @@ import { catalogueRoutes } from '../api/catalogue/routes.js';
 import { eventRoutes } from '../api/events/routes.js';
 import { externalIdRoutes } from '../api/external-ids/routes.js';
 import { integrationRoutes } from '../api/integrations/routes.js';
+import { webhookRoutes } from '../api/webhooks/routes.js';
 import { type GuardDeps, installGuard } from '../http/guard.js';
 import { installIdempotency } from '../http/idempotency.js';
 import { type App, createHttpApp } from '../http/kit.js';
@@ -44,6 +45,15 @@ export async function buildPublicApp(deps: Deps): Promise<App> {
       catalogueRoutes(api as App, { db: deps.db, cursors: deps.cursors });
       eventRoutes(api as App, { db: deps.db, cursors: deps.cursors });
       externalIdRoutes(api as App, deps);
+      webhookRoutes(api as App, {
+        db: deps.db,
+        limiter: deps.limiter,
+        secrets: deps.secrets,
+        targets: {
+          policy: { allowPrivateTargets: deps.config.webhooks.allowPrivateTargets },
+          resolve: deps.resolve,
+        },
+      });
     },
     { prefix: PUBLIC_PREFIX },
   );

@@ -16,6 +16,11 @@ export interface Db extends Queryable {
   readonly kind: 'postgres' | 'pglite';
   /** Runs fn in one transaction; rolls back when it throws. */
   tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Calls `onNotify` on each NOTIFY of `channel` (LISTEN). Best effort: a lost connection is
+   * re-established in the background, so callers also poll. Resolves to a function that stops.
+   */
+  listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -92,9 +97,53 @@ export function createPostgresDb(options: PostgresOptions): Db {
     async exec(sql: string) {
       await pool.query(sql);
     },
+    listen: (channel, onNotify) => listenOnServer(options.url, channel, onNotify),
     async close() {
       await pool.end();
     },
+  };
+}
+
+const RELISTEN_MS = 1000;
+
+/** A connection of its own, outside the pool, that holds the LISTEN and comes back when lost. */
+async function listenOnServer(
+  url: string,
+  channel: string,
+  onNotify: () => void,
+): Promise<() => Promise<void>> {
+  let client: pg.Client | null = null;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  const connect = async () => {
+    if (stopped) return;
+    const c = new pg.Client({ connectionString: url });
+    c.on('notification', (message) => {
+      if (message.channel === channel) onNotify();
+    });
+    const retry = () => {
+      if (client === c) client = null;
+      c.end().catch(() => {});
+      if (!stopped) timer = setTimeout(() => void connect(), RELISTEN_MS);
+      timer?.unref();
+    };
+    c.on('error', retry);
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      client = c;
+      // Whatever was notified while no one listened is found by the caller's next poll; a wake-up
+      // now makes that poll immediate.
+      onNotify();
+    } catch {
+      retry();
+    }
+  };
+  await connect();
+  return async () => {
+    stopped = true;
+    clearTimeout(timer);
+    await client?.end().catch(() => {});
   };
 }
 
@@ -125,6 +174,12 @@ export async function createPgliteDb(dataDir: string | null): Promise<Db> {
     },
     async exec(sql: string) {
       await lite.exec(sql);
+    },
+    async listen(channel, onNotify) {
+      const stop = await lite.listen(channel, () => onNotify());
+      return async () => {
+        await stop();
+      };
     },
     async close() {
       await lite.close();

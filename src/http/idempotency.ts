@@ -197,10 +197,46 @@ function storedHeaders(reply: FastifyReply, route: IdempotencyRoute): Record<str
 const append = <T>(existing: T | T[] | undefined, hook: T): T[] =>
   existing === undefined ? [hook] : [...(Array.isArray(existing) ? existing : [existing]), hook];
 
+// Requests holding a claim, until their record is written (by the route's own transaction or by
+// the onSend hook).
+// `within` marks a record written by the route's transaction: once the route answers 2xx, that
+// transaction has committed and there is nothing left to write.
+const claims = new WeakMap<FastifyRequest, { scope: KeyScope; token: Date; within?: boolean }>();
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * Completes the request's Idempotency-Key record inside the route's own transaction, with the
+ * answer it is about to send (the reply's status must be set). The write and its record then
+ * commit or vanish together: a process that dies after the commit leaves a record to replay, one
+ * that dies before leaves neither, so the handler can never run twice to effect. Without a claim
+ * (no header) it does nothing. When the claim was taken over meanwhile, it throws, and the
+ * transaction rolls back.
+ */
+export async function completeWithin(
+  q: Queryable,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  body: unknown,
+): Promise<void> {
+  const owned = claims.get(request);
+  if (!owned) return;
+  const route = request.routeOptions.config.idempotency ?? {};
+  const kept = route.replayBody ? route.replayBody(body) : body;
+  const headers = { ...storedHeaders(reply, route), 'content-type': JSON_TYPE };
+  const done = await q.query<{ ok: number }>(`${COMPLETE_SQL} RETURNING 1 AS ok`, [
+    ...scopeParams(owned.scope),
+    owned.token,
+    reply.statusCode,
+    JSON.stringify(headers),
+    reply.serialize(kept),
+  ]);
+  if (done.length === 0) throw new AppError('idempotency_in_progress', { param: 'Idempotency-Key' });
+  owned.within = true;
+}
+
 /** Adds the Idempotency-Key hooks to every route registered afterwards that opts in. */
 export function installIdempotency(app: App, deps: IdempotencyDeps): void {
-  const claims = new WeakMap<FastifyRequest, { scope: KeyScope; token: Date }>();
-
   const checkKey = async (request: FastifyRequest) => {
     const value = request.headers[IDEMPOTENCY_HEADER];
     if (value === undefined) return;
@@ -235,6 +271,9 @@ export function installIdempotency(app: App, deps: IdempotencyDeps): void {
     const { scope, token } = owned;
     const route = request.routeOptions.config.idempotency ?? {};
     const status = reply.statusCode;
+    // Written and committed with the route's own change. A failure after it rolled it back, so
+    // the record is still a bare claim and is handled below like any other.
+    if (owned.within && status < 300) return payload;
     const body = status >= 500 ? null : storedBody(payload, status, route);
     try {
       if (body === null) {

@@ -1,5 +1,14 @@
 // Key material: API key format and hashing, and subkeys derived from the master key.
-import { createHash, createHmac, hkdfSync, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  createHmac,
+  hkdfSync,
+  randomBytes,
+  randomInt,
+  timingSafeEqual,
+} from 'node:crypto';
 import type { Environment } from '../config.js';
 
 const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -55,4 +64,51 @@ export function safeEqual(a: Buffer | string, b: Buffer | string): boolean {
 
 export function newMasterKey(): Buffer {
   return randomBytes(32);
+}
+
+/** A webhook signing secret: `whsec_` and 32 random bytes in base64url (256 bits). */
+export function generateWebhookSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64url')}`;
+}
+
+const NONCE_BYTES = 12;
+const TAG_BYTES = 16;
+
+/**
+ * AES-256-GCM with a fresh nonce: nonce | tag | ciphertext. `context` (the webhook id) is bound as
+ * additional data, so a ciphertext copied onto another row does not decrypt there.
+ */
+export function sealSecret(key: Buffer, plaintext: string, context: string): Buffer {
+  const nonce = randomBytes(NONCE_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', key, nonce);
+  cipher.setAAD(Buffer.from(context));
+  const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+  return Buffer.concat([nonce, cipher.getAuthTag(), body]);
+}
+
+/** Throws when the data was altered, sealed under another key or for another context. */
+export function openSecret(key: Buffer, sealed: Buffer, context: string): string {
+  const nonce = sealed.subarray(0, NONCE_BYTES);
+  const tag = sealed.subarray(NONCE_BYTES, NONCE_BYTES + TAG_BYTES);
+  const decipher = createDecipheriv('aes-256-gcm', key, nonce);
+  decipher.setAAD(Buffer.from(context));
+  decipher.setAuthTag(tag);
+  return Buffer.concat([
+    decipher.update(sealed.subarray(NONCE_BYTES + TAG_BYTES)),
+    decipher.final(),
+  ]).toString('utf8');
+}
+
+/** Seals and opens webhook secrets under a key derived from the master key for that purpose. */
+export interface SecretBox {
+  seal(plaintext: string, context: string): Buffer;
+  open(sealed: Buffer, context: string): string;
+}
+
+export function createSecretBox(master: Buffer): SecretBox {
+  const key = deriveKey(master, 'webhook-secrets');
+  return {
+    seal: (plaintext, context) => sealSecret(key, plaintext, context),
+    open: (sealed, context) => openSecret(key, sealed, context),
+  };
 }

@@ -32,7 +32,7 @@ export async function closedDatabase(): Promise<Db> {
     return db;
   }
   const closed = () => Promise.reject(new Error('PGlite is closed'));
-  return { kind: 'pglite', query: closed, exec: closed, tx: closed, close: async () => {} };
+  return { kind: 'pglite', query: closed, exec: closed, tx: closed, listen: closed, close: async () => {} };
 }
 
 export async function buildGuardedApp(deps: Deps): Promise<App> {

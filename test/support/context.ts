@@ -18,6 +18,7 @@ import { createLogger } from '../../src/logger.js';
 import { createMemoryStore } from '../../src/ratelimit/memory.js';
 import { createRedisStore } from '../../src/ratelimit/redis.js';
 import type { RateLimitStore } from '../../src/ratelimit/store.js';
+import { createSecretBox } from '../../src/security/secrets.js';
 
 export const OPERATOR_TOKEN = 'test-operator-token-0123456789abcdef';
 export const MASTER_KEY = Buffer.alloc(32, 7);
@@ -150,6 +151,7 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
       refreshMs: config.authCacheTtlMs,
       now: clock.now,
     }),
+    secrets: createSecretBox(MASTER_KEY),
     now: clock.now,
   };
   const api = await buildPublicApp(deps);

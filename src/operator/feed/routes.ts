@@ -2,6 +2,7 @@
 // Handlers are thin: path ids, one transaction around the service function, the status code.
 import { type TSchema, Type } from 'typebox';
 import type { Db, Queryable } from '../../db/db.js';
+import { publishEvents } from '../../delivery/publish.js';
 import { notFound } from '../../http/errors.js';
 import type { App } from '../../http/kit.js';
 import type { OperatorDeps } from '../deps.js';
@@ -29,8 +30,16 @@ function pathIds(params: { id: string; rid: string }): [string, string] {
   return [params.id.toLowerCase(), params.rid.toLowerCase()];
 }
 
-/** One transaction; a constraint that still refuses the write under a race becomes a 400/409. */
-const inTx = <T>(db: Db, fn: (q: Queryable) => Promise<T>) => db.tx(fn).catch(constraintToClientError);
+/**
+ * One transaction; a constraint that still refuses the write under a race becomes a 400/409.
+ * After the commit the events it wrote are published at once, so the platform's write is in the
+ * event log by the time it is answered (workers would publish it within moments anyway).
+ */
+async function inTx<T>(db: Db, fn: (q: Queryable) => Promise<T>): Promise<T> {
+  const result = await db.tx(fn).catch(constraintToClientError);
+  await publishEvents(db);
+  return result;
+}
 
 const upsertSchema = (body: TSchema, row: TSchema) => ({
   schema: { params: Params, body, response: { 200: row, 201: row } },

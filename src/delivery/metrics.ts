@@ -1,0 +1,43 @@
+// Delivery metrics, on the process's registry (the operator API's /metrics).
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Queryable } from '../db/db.js';
+import { deliveryCounts } from './store.js';
+
+export interface DeliveryMetrics {
+  attempts: Counter<'outcome'>;
+  lag: Histogram;
+  disabled: Counter;
+}
+
+/** `db` answers the queue-depth gauge at scrape time (one grouped count). */
+export function createDeliveryMetrics(registry: Registry, db: Queryable): DeliveryMetrics {
+  new Gauge({
+    name: 'svc_webhook_deliveries',
+    help: 'Deliveries not yet final, by state.',
+    labelNames: ['status'],
+    registers: [registry],
+    async collect() {
+      const counts = new Map((await deliveryCounts(db)).map((r) => [r.status, r.n]));
+      for (const status of ['pending', 'delivering', 'failed']) this.set({ status }, counts.get(status) ?? 0);
+    },
+  });
+  return {
+    attempts: new Counter({
+      name: 'svc_webhook_attempts_total',
+      help: 'Delivery attempts by outcome: succeeded, failed (will retry), dead, not_sent (webhook or integration inactive).',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    lag: new Histogram({
+      name: 'svc_webhook_lag_seconds',
+      help: 'From an event entering the log to the start of its first delivery attempt.',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    disabled: new Counter({
+      name: 'svc_webhooks_disabled_total',
+      help: 'Webhooks deactivated after 100 consecutive failures.',
+      registers: [registry],
+    }),
+  };
+}

@@ -1,0 +1,275 @@
+// One HTTP attempt of a webhook delivery. The url was vetted when the webhook was saved, but DNS
+// can change since (DNS rebinding), so each attempt vets it again and the connection is pinned to
+// the addresses just vetted: the socket's lookup answers from them and never asks DNS a second
+// time, so the address judged is the address connected to. TLS is still verified against the
+// host name, so pinning cannot be used to reach a host under another name's certificate.
+// A kept-alive connection may serve a later attempt to the same origin: it was opened to an address
+// vetted then, and every attempt is still vetted first, so a name that now resolves somewhere not
+// allowed is refused before the pool is touched.
+import type { LookupAddress, LookupOptions } from 'node:dns';
+import type { LookupFunction } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import type { Readable } from 'node:stream';
+import { rootCertificates } from 'node:tls';
+import { Agent, request } from 'undici';
+import {
+  type Address,
+  type Resolver,
+  systemResolver,
+  type TargetPolicy,
+  type TargetRefusal,
+  TargetRefused,
+  vetTarget,
+} from './url-guard.js';
+
+export interface SenderOptions {
+  policy: TargetPolicy;
+  resolve?: Resolver;
+  timeoutMs: number;
+  /** An extra CA (PEM) trusted besides Node's root certificates; for tests and private receivers. */
+  ca?: string | Buffer | null;
+  /** connections per origin */
+  connections?: number;
+}
+
+export interface Attempt {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export interface AttemptResult {
+  /** HTTP status, or null on time-out, network error or refused target */
+  status: number | null;
+  /** null only on 2xx; otherwise short text (<= 500 chars) */
+  error: string | null;
+  durationMs: number;
+  /** the refusal when the target was refused before connecting */
+  refused?: TargetRefusal;
+}
+
+export interface Sender {
+  send(attempt: Attempt): Promise<AttemptResult>;
+  close(): Promise<void>;
+}
+
+const MAX_ERROR_CHARS = 500;
+const MAX_SNIPPET_CHARS = 200;
+// Enough to explain a failure; a receiver must not make us download (or buffer) a large answer.
+const MAX_BODY_BYTES = 1024;
+// Hostnames whose vetted addresses are remembered for the pinned lookup; the oldest is forgotten.
+const MAX_PINNED_HOSTS = 1000;
+
+class DeadlineExceeded extends Error {}
+
+export function createSender(options: SenderOptions): Sender {
+  const { policy, resolve = systemResolver, timeoutMs } = options;
+  const pinned = new Map<string, Address[]>();
+  const agent = new Agent({
+    connections: options.connections ?? null,
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    connect: {
+      timeout: timeoutMs,
+      lookup: pinnedLookup(pinned),
+      // undici sets servername (SNI) to the url's host name, so the certificate is checked
+      // against the name, not against the pinned address.
+      rejectUnauthorized: true,
+      ...(options.ca ? { ca: [...rootCertificates, options.ca] } : {}),
+    },
+  });
+
+  function pin(hostname: string, addresses: Address[]) {
+    pinned.delete(hostname);
+    pinned.set(hostname, addresses);
+    if (pinned.size > MAX_PINNED_HOSTS) {
+      const oldest = pinned.keys().next();
+      if (!oldest.done) pinned.delete(oldest.value);
+    }
+  }
+
+  async function send(attempt: Attempt): Promise<AttemptResult> {
+    const started = performance.now();
+    const elapsed = () => Math.round(performance.now() - started);
+    const controller = new AbortController();
+    let expire = () => {};
+    const deadline = new Promise<never>((_, reject) => {
+      expire = () => reject(new DeadlineExceeded());
+    });
+    deadline.catch(() => {});
+    const timer = setTimeout(() => {
+      controller.abort(new DeadlineExceeded());
+      expire();
+    }, timeoutMs);
+    let hostname = '';
+    try {
+      // Resolution counts against the attempt's time too: getaddrinfo has no time-out of its own.
+      const { url, addresses } = await Promise.race([vetTarget(attempt.url, policy, resolve), deadline]);
+      hostname = url.hostname;
+      pin(unbracket(url.hostname), addresses);
+      const body = Buffer.from(attempt.body, 'utf8');
+      const response = await request(url, {
+        method: 'POST',
+        dispatcher: agent,
+        signal: controller.signal,
+        headers: { ...withoutContentLength(attempt.headers), 'content-length': String(body.length) },
+        body,
+      });
+      // Once the status has arrived it decides the outcome: a body cut short by the time-out or a
+      // network error only shortens the snippet (after a 2xx the receiver has already accepted).
+      const snippet = await readSnippet(response.body);
+      const status = response.statusCode;
+      return {
+        status,
+        error: describeStatus(status, response.headers.location, snippet),
+        durationMs: elapsed(),
+      };
+    } catch (error) {
+      if (error instanceof TargetRefused) {
+        const why = `${error.message.charAt(0).toLowerCase()}${error.message.slice(1)}`;
+        return {
+          status: null,
+          error: cut(`destino no permitido: ${why}`),
+          durationMs: elapsed(),
+          refused: error.reason,
+        };
+      }
+      const timedOut = controller.signal.aborted || error instanceof DeadlineExceeded;
+      return {
+        status: null,
+        error: describeFailure(error, timedOut, timeoutMs, hostname),
+        durationMs: elapsed(),
+      };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  return { send, close: () => agent.close() };
+}
+
+/** Answers the socket's lookup from the vetted addresses only; an unknown host fails, it is never resolved. */
+export function pinnedLookup(pinned: ReadonlyMap<string, readonly Address[]>): LookupFunction {
+  return (hostname: string, options: LookupOptions, callback) => {
+    const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : options.family;
+    const known = pinned.get(hostname.toLowerCase()) ?? [];
+    const usable = family === 4 || family === 6 ? known.filter((a) => a.family === family) : known;
+    const first = usable[0];
+    process.nextTick(() => {
+      if (!first) {
+        const error = Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname} (no vetted address)`), {
+          code: 'ENOTFOUND',
+          hostname,
+        });
+        callback(error, '', 0);
+      } else if (options.all) {
+        callback(
+          null,
+          usable.map((a): LookupAddress => ({ address: a.address, family: a.family })),
+        );
+      } else {
+        callback(null, first.address, first.family);
+      }
+    });
+  };
+}
+
+function unbracket(host: string): string {
+  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+}
+
+function withoutContentLength(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(headers).filter(([name]) => name.toLowerCase() !== 'content-length'),
+  );
+}
+
+/** The first KiB of the body, then the stream is destroyed; errors while reading just end the snippet. */
+function readSnippet(body: Readable): Promise<Buffer> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const finish = () => resolve(Buffer.concat(chunks).subarray(0, MAX_BODY_BYTES));
+    body.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= MAX_BODY_BYTES) {
+        finish();
+        body.destroy();
+      }
+    });
+    body.on('end', finish);
+    body.on('error', finish);
+    body.on('close', finish);
+  });
+}
+
+function describeStatus(
+  status: number,
+  location: string | string[] | undefined,
+  snippet: Buffer,
+): string | null {
+  if (status >= 200 && status < 300) return null;
+  if (status >= 300 && status < 400) {
+    const to = Array.isArray(location) ? location[0] : location;
+    return cut(`redirección no seguida (${status} ${to ? `a ${clean(to, 300)}` : 'sin Location'})`);
+  }
+  const text = clean(snippet.toString('utf8'), MAX_SNIPPET_CHARS);
+  return cut(text ? `HTTP ${status}: ${text}` : `HTTP ${status}`);
+}
+
+const TIMEOUT_CODES = new Set([
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'ETIMEDOUT',
+]);
+const NETWORK_TEXT: Record<string, string> = {
+  ECONNRESET: 'conexión reiniciada',
+  ECONNREFUSED: 'conexión rechazada',
+  UND_ERR_SOCKET: 'el destino cerró la conexión',
+  EPIPE: 'el destino cerró la conexión',
+  EHOSTUNREACH: 'destino inalcanzable',
+  ENETUNREACH: 'destino inalcanzable',
+  ENOTFOUND: 'no se pudo resolver el host',
+  EAI_AGAIN: 'no se pudo resolver el host',
+};
+
+function describeFailure(error: unknown, timedOut: boolean, timeoutMs: number, hostname: string): string {
+  const code = errorCode(error);
+  if (timedOut || (code && TIMEOUT_CODES.has(code))) return `tiempo de espera agotado (${timeoutMs} ms)`;
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
+    return cut(`el certificado TLS no corresponde a ${hostname} (${code})`);
+  }
+  if (code && /CERT|SELF_SIGNED|UNABLE_TO_(VERIFY|GET_ISSUER)/.test(code)) {
+    return cut(`certificado TLS no válido (${code})`);
+  }
+  if (code && /^(ERR_SSL_|ERR_TLS_|EPROTO$)/.test(code)) return cut(`error TLS (${code})`);
+  if (code && NETWORK_TEXT[code]) return `${NETWORK_TEXT[code]} (${code})`;
+  const message = error instanceof Error ? error.message : String(error);
+  return cut(`error de red (${code ?? clean(message, 200)})`);
+}
+
+/** The code of the error or of its cause: undici sometimes wraps the socket's error. */
+function errorCode(error: unknown): string | undefined {
+  for (let e: unknown = error, depth = 0; e && depth < 3; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+  }
+  return undefined;
+}
+
+/** Control and format characters (bidi overrides too) out, whitespace collapsed: this text is stored and shown. */
+function clean(text: string, max: number): string {
+  const flat = text
+    .replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]+/gu, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+  const chars = Array.from(flat);
+  return chars.length > max ? `${chars.slice(0, max).join('')}…` : flat;
+}
+
+function cut(text: string): string {
+  const chars = Array.from(text);
+  return chars.length > MAX_ERROR_CHARS ? `${chars.slice(0, MAX_ERROR_CHARS - 1).join('')}…` : text;
+}
