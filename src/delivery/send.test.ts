@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, beforeEach, test } from 'node:test';
 import { type Receiver, startReceiver } from '../../test/support/https-receiver.js';
+import type { Address, Resolver } from '../security/url-guard.js';
 import { type Attempt, createSender, pinnedLookup, type SenderOptions } from './send.js';
-import type { Address, Resolver } from './url-guard.js';
 
 const lax = { allowPrivateTargets: true };
 // localhost pinned to the address the receiver listens on, whatever the machine's hosts file says.

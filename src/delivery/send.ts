@@ -20,7 +20,7 @@ import {
   type TargetRefusal,
   TargetRefused,
   vetTarget,
-} from './url-guard.js';
+} from '../security/url-guard.js';
 
 export interface SenderOptions {
   policy: TargetPolicy;

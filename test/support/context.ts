@@ -19,6 +19,7 @@ import { createMemoryStore } from '../../src/ratelimit/memory.js';
 import { createRedisStore } from '../../src/ratelimit/redis.js';
 import type { RateLimitStore } from '../../src/ratelimit/store.js';
 import { createSecretBox } from '../../src/security/secrets.js';
+import type { Resolver } from '../../src/security/url-guard.js';
 
 export const OPERATOR_TOKEN = 'test-operator-token-0123456789abcdef';
 export const MASTER_KEY = Buffer.alloc(32, 7);
@@ -127,7 +128,11 @@ export async function inject(app: App, method: string, url: string, options: Cal
   return { status: res.statusCode, headers: res.headers, body, text: res.body } as Response;
 }
 
-export async function startService(env: Record<string, string> = {}): Promise<TestService> {
+/** `resolve`, when given, replaces DNS for the webhook url guard (tests have no real DNS). */
+export async function startService(
+  env: Record<string, string> = {},
+  resolve?: Resolver,
+): Promise<TestService> {
   const config = loadConfig({ SVC_LOG_LEVEL: 'info', ...env });
   const clock = manualClock();
   const { db, drop } = await openTestDb();
@@ -152,6 +157,7 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
       now: clock.now,
     }),
     secrets: createSecretBox(MASTER_KEY),
+    ...(resolve ? { resolve } : {}),
     now: clock.now,
   };
   const api = await buildPublicApp(deps);
@@ -183,8 +189,11 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
 }
 
 /** The service of a whole test file: started at once (top-level await), closed after its last test. */
-export async function serviceForFile(env: Record<string, string> = {}): Promise<TestService> {
-  const svc = await startService(env);
+export async function serviceForFile(
+  env: Record<string, string> = {},
+  resolve?: Resolver,
+): Promise<TestService> {
+  const svc = await startService(env, resolve);
   after(() => svc.close());
   return svc;
 }
