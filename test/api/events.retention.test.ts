@@ -75,3 +75,30 @@ test('30 days is the default', async () => {
     await other.close();
   }
 });
+
+test('an old event stays while one of its deliveries is unfinished, and goes with its history after', async () => {
+  const t = await createTenant(svc, { flags: { webhooks_enabled: true } });
+  const org = t.organization.id;
+  await eventsAged(org, 2, 46 * DAY);
+  const [webhook] = await svc.db.query<{ id: string }>(
+    `INSERT INTO webhooks (integration_id, organization_id, url, events, secret)
+     VALUES ($1, $2, 'https://example.com/', '{*}', '\\x00') RETURNING id`,
+    [t.integration.id, org],
+  );
+  const events = await svc.db.query<{ id: string }>('SELECT id FROM events WHERE organization_id = $1', [
+    org,
+  ]);
+  for (const [i, status] of ['failed', 'succeeded'].entries()) {
+    await svc.db.query(
+      `INSERT INTO webhook_deliveries (webhook_id, event_id, event_type, status) VALUES ($1, $2, 'booking.updated', $3)`,
+      [webhook?.id, events[i]?.id, status],
+    );
+  }
+  assert.equal(await eventRetentionTask.run({ db: svc.db, config: svc.config, now: svc.clock.now }), 1);
+  const left = await svc.db.query<{ id: string }>('SELECT id FROM events WHERE organization_id = $1', [org]);
+  assert.deepEqual(left, [{ id: events[0]?.id }], 'the one still being retried');
+  await svc.db.query(`UPDATE webhook_deliveries SET status = 'dead' WHERE webhook_id = $1`, [webhook?.id]);
+  assert.equal(await eventRetentionTask.run({ db: svc.db, config: svc.config, now: svc.clock.now }), 1);
+  const history = await svc.db.query('SELECT 1 FROM webhook_deliveries WHERE webhook_id = $1', [webhook?.id]);
+  assert.equal(history.length, 0);
+});

@@ -1,6 +1,7 @@
 // Event retention: the contract keeps events at least 30 days; SVC_EVENT_RETENTION_DAYS (never
 // less than 30) says how long. Deleted in small batches through events_retention so that a large
-// backlog never holds long locks or one huge transaction.
+// backlog never holds long locks or one huge transaction. An event whose delivery is not final yet
+// stays until it is; its delivery history goes with it.
 import type { MaintenanceTask } from '../../maintenance.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -14,7 +15,11 @@ export const eventRetentionTask: MaintenanceTask = {
     for (;;) {
       const rows = await db.query<{ n: number }>(
         `WITH old AS (
-           SELECT id FROM events WHERE created_at < $1 ORDER BY created_at LIMIT $2
+           SELECT id FROM events e WHERE created_at < $1
+             -- Never what an unfinished delivery still needs.
+             AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
+                             WHERE d.event_id = e.id AND d.status IN ('pending', 'delivering', 'failed'))
+           ORDER BY created_at LIMIT $2
          ), gone AS (
            DELETE FROM events e USING old WHERE e.id = old.id RETURNING 1
          )
