@@ -88,7 +88,11 @@ describe('POST /webhooks', () => {
     assert.match(String(res.headers['content-type']), /^application\/json/);
     assert.match(String(res.headers['x-svc-request-id']), /^req_/);
     const hook = res.body;
-    assert.deepEqual(keysOf(hook), [...WEBHOOK_KEYS, 'secret'].sort(), 'no secret_shown_once on a first answer');
+    assert.deepEqual(
+      keysOf(hook),
+      [...WEBHOOK_KEYS, 'secret'].sort(),
+      'no secret_shown_once on a first answer',
+    );
     assert.match(hook.id, UUID);
     assert.equal(hook.url, url);
     assert.deepEqual(hook.events, ['booking.created', 'booking.cancelled']);
@@ -201,18 +205,27 @@ describe('PATCH /webhooks/{id}', () => {
     assert.equal(res.body.created_at, hook.created_at);
     assert.ok(Date.parse(res.body.updated_at) > Date.parse(hook.updated_at), 'updated_at moves');
 
-    const onlyEvents = await svc.call('PATCH', `/webhooks/${hook.id}`, { key: t.key, body: { events: ['*'] } });
+    const onlyEvents = await svc.call('PATCH', `/webhooks/${hook.id}`, {
+      key: t.key,
+      body: { events: ['*'] },
+    });
     assert.equal(onlyEvents.status, 200, onlyEvents.text);
     assert.deepEqual(onlyEvents.body.events, ['*'], 'the list is replaced');
     assert.equal(onlyEvents.body.url, url);
     assert.equal(onlyEvents.body.description, 'después', 'an absent field is left alone');
 
-    const cleared = await svc.call('PATCH', `/webhooks/${hook.id}`, { key: t.key, body: { description: null } });
+    const cleared = await svc.call('PATCH', `/webhooks/${hook.id}`, {
+      key: t.key,
+      body: { description: null },
+    });
     assert.equal(cleared.status, 200, cleared.text);
     assert.equal(cleared.body.description, null);
     assert.deepEqual(cleared.body.events, ['*']);
 
-    assert.deepEqual(await expectOk(await svc.call('GET', `/webhooks/${hook.id}`, { key: t.key })), cleared.body);
+    assert.deepEqual(
+      await expectOk(await svc.call('GET', `/webhooks/${hook.id}`, { key: t.key })),
+      cleared.body,
+    );
     const row = await stored(hook.id);
     assert.equal(row?.url, url);
     assert.deepEqual(row?.events, ['*']);
@@ -379,7 +392,10 @@ describe('POST /webhooks/{id}/rotate-secret', () => {
     const hook = await create(svc, t, { url: receiver.url('/rotate0'), events: ['*'] });
     const before = Date.now();
     const now = await expectOk(
-      await svc.call('POST', `/webhooks/${hook.id}/rotate-secret`, { key: t.key, body: { overlap_minutes: 0 } }),
+      await svc.call('POST', `/webhooks/${hook.id}/rotate-secret`, {
+        key: t.key,
+        body: { overlap_minutes: 0 },
+      }),
     );
     assert.ok(Math.abs(Date.parse(now.previous_secret_valid_until) - before) < 60_000);
     const day = await expectOk(

@@ -1,0 +1,285 @@
+// Results of the webhook delivery benchmark: the JSON kept in bench/results, the targets, the
+// tables, and the "Webhook delivery" section of BENCHMARKS.md.
+//
+// The JSON deliberately has no top-level `database` field: bench/lib/report.ts#latestResults reads
+// every JSON file of bench/results and keys the read API's results by that field.
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+export type DbKind = 'postgres' | 'pglite';
+
+export interface Percentiles {
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+}
+
+export interface CpuShare {
+  /** CPU ms per delivery, by process (over the burst, feed writes included). */
+  serve: number | null;
+  workers: number | null;
+  postgres: number | null;
+}
+
+export interface BurstResult {
+  events: number;
+  expected: number;
+  delivered: number;
+  duplicates: number;
+  feedFailures: number;
+  feedSeconds: number;
+  feedEventsPerSecond: number;
+  /** From the first arrival to the last. */
+  firstToLastSeconds: number;
+  deliveriesPerSecond: number;
+  /** Arrivals after the last feed write answered, over the time from then to the last arrival. */
+  afterFeed: { deliveries: number; seconds: number; deliveriesPerSecond: number } | null;
+  cpuMsPerDelivery: CpuShare;
+  /** PostgreSQL transactions committed in the service's database per delivery (autocommit statements count one each). */
+  xactsPerDelivery: number | null;
+  complete: boolean;
+}
+
+export interface LatencyResult {
+  targetEventsPerSecond: number;
+  seconds: number;
+  events: number;
+  achievedEventsPerSecond: number;
+  expected: number;
+  delivered: number;
+  feedFailures: number;
+  /** arrival - the moment the feed's PUT answered (the commit happened before: a lower bound). */
+  fromCommitMs: Percentiles;
+  /** arrival - the moment the PUT was sent (an upper bound of commit to arrival). */
+  fromSendMs: Percentiles;
+  /** the event's published stamp (created_at, database clock) - PUT answered, ms. */
+  commitToPublishMs: Percentiles;
+  /** arrival (wall clock) - the event's published stamp. */
+  publishToArrivalMs: Percentiles;
+  feedAnswerMs: Percentiles;
+  complete: boolean;
+}
+
+export interface ConfigurationResult {
+  name: string;
+  label: string;
+  /** `svc worker` processes beside `svc serve`. */
+  workerProcesses: number;
+  /** Delivery workers in all: the one inside serve plus the worker processes. */
+  deliveryWorkers: number;
+  /** Most attempts in flight at once: min(workers x SVC_WEBHOOK_CONCURRENCY, webhooks x per-webhook limit). */
+  inFlightLimit: number;
+  latency: LatencyResult;
+  burst: BurstResult;
+  /** Burst deliveries/s over the ceiling's requests/s at the same concurrency. */
+  ofCeiling: number;
+}
+
+export interface CeilingResult {
+  concurrency: number;
+  requests: number;
+  seconds: number;
+  requestsPerSecond: number;
+  latencyMs: { p50: number; p99: number };
+  failures: number;
+  bodies: number;
+  bodyBytes: number;
+}
+
+export interface Target {
+  name: string;
+  goal: string;
+  value: string;
+  met: boolean | null;
+}
+
+export interface WebhookRunResult {
+  benchmark: 'webhook-delivery';
+  db: DbKind;
+  date: string;
+  machine: { cpus: number; cpuModel: string; memoryGb: number; node: string; kernel: string };
+  loadAverage: { start: number[]; end: number[] };
+  settings: {
+    webhooks: number;
+    scopes: string[];
+    feedConcurrency: number;
+    burstEvents: number;
+    latencyEventsPerSecond: number;
+    latencySeconds: number;
+    workerConcurrency: number;
+    concurrencyPerWebhook: number;
+    webhookTimeoutMs: number;
+  };
+  configurations: ConfigurationResult[];
+  ceilings: CeilingResult[];
+  targets: Target[];
+}
+
+const pct = (x: number) => `${Math.round(x * 1000) / 10}%`;
+const int = (n: number) => Math.round(n).toLocaleString('en');
+const ms = (n: number) => (n >= 100 ? String(Math.round(n)) : String(Math.round(n * 10) / 10));
+const num = (n: number | null, digits = 2) => (n === null ? '-' : String(Math.round(n * 10 ** digits) / 10 ** digits));
+const mark = (met: boolean | null) => (met === null ? 'not measured' : met ? 'met' : 'MISSED');
+
+export function percentiles(values: number[]): Percentiles {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0;
+  const round = (x: number) => Math.round(x * 10) / 10;
+  return { p50: round(at(0.5)), p90: round(at(0.9)), p99: round(at(0.99)), max: round(sorted.at(-1) ?? 0) };
+}
+
+export const RATIO_GOAL = 0.5;
+export const P50_GOAL_MS = 50;
+export const P99_GOAL_MS = 250;
+
+export function evaluateTargets(configurations: ConfigurationResult[]): Target[] {
+  return configurations.flatMap((c) => [
+    {
+      name: `${c.label}: deliveries/s`,
+      goal: `>= ${pct(RATIO_GOAL)} of ceiling`,
+      value: pct(c.ofCeiling),
+      met: c.burst.complete ? c.ofCeiling >= RATIO_GOAL : false,
+    },
+    {
+      name: `${c.label}: p50 commit to arrival at ${c.latency.targetEventsPerSecond} events/s`,
+      goal: `<= ${P50_GOAL_MS} ms`,
+      value: `${ms(c.latency.fromCommitMs.p50)} ms`,
+      met: c.latency.complete ? c.latency.fromCommitMs.p50 <= P50_GOAL_MS : false,
+    },
+    {
+      name: `${c.label}: p99 commit to arrival at ${c.latency.targetEventsPerSecond} events/s`,
+      goal: `<= ${P99_GOAL_MS} ms`,
+      value: `${ms(c.latency.fromCommitMs.p99)} ms`,
+      met: c.latency.complete ? c.latency.fromCommitMs.p99 <= P99_GOAL_MS : false,
+    },
+  ]);
+}
+
+export async function saveWebhookResult(dir: string, r: WebhookRunResult): Promise<string> {
+  const file = join(dir, `webhooks-${r.db}-${r.date.slice(0, 10)}.json`);
+  await writeFile(file, `${JSON.stringify(r, null, 2)}\n`);
+  return file;
+}
+
+const NAMES: Record<DbKind, string> = { postgres: 'PostgreSQL', pglite: 'Embedded (PGlite)' };
+
+export function renderRun(r: WebhookRunResult): string {
+  const s = r.settings;
+  const when = `${r.date.slice(0, 16).replace('T', ' ')} UTC`;
+  const m = r.machine;
+  const load = (l: number[]) => l.map((x) => x.toFixed(1)).join(' / ');
+  const ceilingOf = (c: ConfigurationResult) => r.ceilings.find((x) => x.concurrency === c.inFlightLimit);
+  const throughput = r.configurations.map((c) => {
+    const b = c.burst;
+    const after = b.afterFeed ? `${int(b.afterFeed.deliveriesPerSecond)} (${int(b.afterFeed.deliveries)})` : '-';
+    return (
+      `| ${c.label} | ${c.inFlightLimit} | ${int(b.events)} | ${int(b.delivered)}${b.complete ? '' : ` of ${int(b.expected)}`} | ` +
+      `${int(b.feedEventsPerSecond)} | **${int(b.deliveriesPerSecond)}** | ${after} | ` +
+      `${int(ceilingOf(c)?.requestsPerSecond ?? 0)} | **${pct(c.ofCeiling)}** | ` +
+      `${num(b.cpuMsPerDelivery.serve)} | ${num(b.cpuMsPerDelivery.workers)} | ${num(b.cpuMsPerDelivery.postgres)} | ` +
+      `${num(b.xactsPerDelivery, 1)} | ${b.duplicates} |`
+    );
+  });
+  const latency = r.configurations.map((c) => {
+    const l = c.latency;
+    return (
+      `| ${c.label} | ${l.achievedEventsPerSecond} | ${int(l.delivered)}${l.complete ? '' : ` of ${int(l.expected)}`} | ` +
+      `**${ms(l.fromCommitMs.p50)}** | ${ms(l.fromCommitMs.p90)} | **${ms(l.fromCommitMs.p99)}** | ${ms(l.fromCommitMs.max)} | ` +
+      `${ms(l.fromSendMs.p50)} / ${ms(l.fromSendMs.p99)} | ${ms(l.commitToPublishMs.p50)} / ${ms(l.commitToPublishMs.p99)} | ` +
+      `${ms(l.publishToArrivalMs.p50)} / ${ms(l.publishToArrivalMs.p99)} | ${ms(l.feedAnswerMs.p50)} / ${ms(l.feedAnswerMs.p99)} |`
+    );
+  });
+  const ceilings = r.ceilings.map(
+    (c) =>
+      `| ${c.concurrency} | ${int(c.requestsPerSecond)} | ${ms(c.latencyMs.p50)} | ${ms(c.latencyMs.p99)} | ` +
+      `${int(c.bodies)} bodies of ${int(c.bodyBytes)} B (mean) | ${c.failures} |`,
+  );
+  const targets = r.targets.map((t) => `| ${t.name} | ${t.goal} | ${t.value} | ${mark(t.met)} |`);
+  return [
+    `### ${NAMES[r.db]}`,
+    '',
+    `Run ${when} on ${m.cpus} cores (${m.cpuModel}), ${m.memoryGb} GB, Node ${m.node}. Load average ` +
+      `(1/5/15 min) ${load(r.loadAverage.start)} at the start, ${load(r.loadAverage.end)} at the end. ` +
+      `${s.webhooks} webhooks (all events) of one integration, scopes ${s.scopes.join(', ')}; ` +
+      `SVC_WEBHOOK_CONCURRENCY=${s.workerConcurrency}, SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK=${s.concurrencyPerWebhook}, ` +
+      `SVC_WEBHOOK_TIMEOUT_MS=${s.webhookTimeoutMs}. Burst: ${int(s.burstEvents)} booking creations through the feed, ` +
+      `${s.feedConcurrency} PUTs in flight; latency: one PUT every ${Math.round(1000 / s.latencyEventsPerSecond)} ms ` +
+      `(open model) for ${s.latencySeconds} s.`,
+    '',
+    'Throughput (burst):',
+    '',
+    '| Configuration | in flight max | events | deliveries | feed events/s | deliveries/s | after the feed: /s (n) | ceiling req/s | of ceiling | CPU ms/delivery serve | svc worker | PostgreSQL | xacts/delivery | duplicates |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...throughput,
+    '',
+    `Commit to arrival at ${s.latencyEventsPerSecond} events/s (${s.latencyEventsPerSecond * s.webhooks} deliveries/s), ms:`,
+    '',
+    '| Configuration | events/s sent | deliveries | p50 | p90 | p99 | max | from send p50 / p99 | commit to publish p50 / p99 | publish to arrival p50 / p99 | feed PUT p50 / p99 |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...latency,
+    '',
+    'Ceiling (plain undici Pool, own process, same bodies and headers, same receiver):',
+    '',
+    '| concurrency | req/s | p50 ms | p99 ms | bodies | failures |',
+    '|---:|---:|---:|---:|---|---:|',
+    ...ceilings,
+    '',
+    r.db === 'postgres' ? 'Targets:' : 'The targets are set for PostgreSQL; shown here for comparison only:',
+    '',
+    '| Target | Goal | Measured | |',
+    '|---|---|---|---|',
+    ...targets,
+  ].join('\n');
+}
+
+const METHOD = `## Webhook delivery
+
+Measured by \`npm run bench:webhooks\` (bench/webhooks.ts; see bench/README.md). This section is
+rewritten by that command from the newest \`bench/results/webhooks-<db>-<date>.json\` of each
+database, followed by bench/webhooks-analysis.md.
+
+Method: \`node bin/svc.js serve\` (APIs and the embedded delivery worker) and, on PostgreSQL, 1 or 2
+\`node bin/svc.js worker\` processes beside it, all built from dist, on a fresh database. An HTTPS
+receiver (keep-alive, test CA's localhost certificate, 200 as soon as the body is in) runs in the
+benchmark process and records each arrival. Booking creations go through the platform feed
+(\`PUT /operator/v1/organizations/{org}/bookings/{id}\`); each is one event, fanned out to every
+webhook. **deliveries/s** counts first attempts from the first arrival to the last of a burst;
+**of ceiling** divides it by what a plain undici \`Pool\` in its own process achieves POSTing the
+same captured requests (headers and bodies) to the same receiver at the engine's in-flight limit.
+**Commit to arrival** is the arrival time minus the moment the feed's PUT answered: the commit
+happened before the answer, so this is a lower bound of the true figure by the time the answer took
+to reach the client; "from send" (arrival minus the moment the PUT was sent) is an upper bound.
+"Commit to publish" compares the event's stamp (\`created_at\`, set by the publisher, database clock)
+with the moment the PUT answered (same machine, millisecond clocks). CPU ms per delivery is read
+from /proc over the burst (feed writes included; PostgreSQL counts only the backends connected to
+the benchmark database). Everything shares 2 cores with other work: read the load average.
+`;
+
+/** The newest result of each database among the webhook results in `dir`. */
+export async function latestWebhookResults(dir: string, files: string[]): Promise<WebhookRunResult[]> {
+  const latest = new Map<DbKind, WebhookRunResult>();
+  for (const file of files.filter((f) => /^webhooks-.*\.json$/.test(f))) {
+    const r = JSON.parse(await readFile(join(dir, file), 'utf8')) as WebhookRunResult;
+    if (r.benchmark !== 'webhook-delivery') continue;
+    const seen = latest.get(r.db);
+    if (!seen || seen.date < r.date) latest.set(r.db, r);
+  }
+  return (['postgres', 'pglite'] as const).flatMap((d) => latest.get(d) ?? []);
+}
+
+export function renderSection(results: WebhookRunResult[], analysis: string): string {
+  return [METHOD, ...results.map(renderRun), analysis.trim()].filter(Boolean).join('\n\n');
+}
+
+/** Replaces the "## Webhook delivery" section of BENCHMARKS.md (up to the next "## "), or appends it. */
+export function withSection(markdown: string, section: string): string {
+  const heading = '## Webhook delivery';
+  const start = markdown.search(/^## Webhook delivery\s*$/m);
+  if (start < 0) return `${markdown.replace(/\s*$/, '')}\n\n${section.trim()}\n`;
+  const rest = markdown.slice(start + heading.length);
+  const next = rest.search(/^## /m);
+  const end = next < 0 ? markdown.length : start + heading.length + next;
+  const after = markdown.slice(end);
+  return `${markdown.slice(0, start)}${section.trim()}\n${after ? `\n${after}` : ''}`;
+}

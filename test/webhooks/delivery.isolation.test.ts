@@ -1,0 +1,48 @@
+// A receiver that hangs holds at most SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK of the worker's attempts,
+// so deliveries to other webhooks go on at once.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { test } from 'node:test';
+import { putBooking } from '../support/feed.js';
+import { createWebhook, webhookHarness, webhookTenant } from '../support/webhooks.js';
+
+const { svc, receiver } = await webhookHarness({
+  SVC_WEBHOOK_CONCURRENCY: '6',
+  SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK: '2',
+  SVC_WEBHOOK_TIMEOUT_MS: '3000',
+  SVC_WEBHOOK_LEASE_SECONDS: '5',
+});
+
+test('ten deliveries stuck on a hanging receiver do not delay another webhook', async () => {
+  const slow = `/slow/${randomUUID()}`;
+  const fast = `/fast/${randomUUID()}`;
+  receiver.respond((req) => (req.path === slow ? { hang: true } : { status: 200 }));
+  const stuck = await webhookTenant(svc);
+  const other = await webhookTenant(svc);
+  const hook = await createWebhook(svc, stuck, receiver.url(slow), ['booking.created']);
+  await createWebhook(svc, other, receiver.url(fast), ['booking.created']);
+  for (let i = 0; i < 10; i++) await putBooking(svc, stuck.organization.id);
+  // The slow receiver now holds its two slots; without the per-webhook bound it would hold all six.
+  const until = Date.now() + 5000;
+  while (receiver.requests.filter((r) => r.path === slow).length < 2 && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  await new Promise((r) => setTimeout(r, 100));
+  assert.equal(receiver.requests.filter((r) => r.path === slow).length, 2, 'two in flight, no more');
+  const sent = Date.now();
+  await putBooking(svc, other.organization.id);
+  while (!receiver.requests.some((r) => r.path === fast)) {
+    assert.ok(Date.now() - sent < 2500, 'the other webhook waited for the hanging one');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  const arrived = receiver.requests.find((r) => r.path === fast);
+  assert.ok(
+    (arrived?.receivedAt ?? 0) - sent < 1000,
+    `arrived after ${(arrived?.receivedAt ?? 0) - sent} ms`,
+  );
+  const inFlight = await svc.db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'delivering'`,
+    [hook.id],
+  );
+  assert.equal(inFlight[0]?.n, 2, 'the hanging webhook holds two leases, the rest wait their turn');
+});
