@@ -56,6 +56,8 @@ const { values: args } = parseArgs({
     events: { type: 'string' },
     rate: { type: 'string', default: '200' },
     'latency-seconds': { type: 'string', default: '5' },
+    'low-rate': { type: 'string', default: '25' },
+    'low-seconds': { type: 'string', default: '3' },
     webhooks: { type: 'string', default: '4' },
     'feed-concurrency': { type: 'string', default: '16' },
     workers: { type: 'string', default: '0,1,2' },
@@ -88,6 +90,9 @@ const settings = {
   feedConcurrency: positive('feed-concurrency', args['feed-concurrency']),
   rate: positive('rate', args.rate),
   latencySeconds: positive('latency-seconds', args['latency-seconds']),
+  /** A second, lower rate (0: none), to see the engine's latency when it is not saturated. */
+  lowRate: Number(args['low-rate']) || 0,
+  lowSeconds: positive('low-seconds', args['low-seconds']),
   concurrency: args.concurrency ? positive('concurrency', args.concurrency) : DEFAULT_CONCURRENCY,
   perWebhook: args['per-webhook'] ? positive('per-webhook', args['per-webhook']) : DEFAULT_PER_WEBHOOK,
   ceilingSeconds: positive('ceiling-seconds', args['ceiling-seconds']),
@@ -245,7 +250,10 @@ class Feed {
 interface Delivered {
   arrival: Arrival;
   sent: Sent;
+  /** The event's stamp, set when it was published (database clock). */
   publishedMs: number;
+  /** The booking's created_at: now() of the feed's transaction, so before its commit (database clock). */
+  txStartMs: number;
 }
 
 /** Waits until every (webhook, event) of the phase arrived once, or the wait runs out. */
@@ -264,7 +272,11 @@ async function collect(
     for (; next < receiver.arrivals.length; next++) {
       const a = receiver.arrivals[next] as Arrival;
       if (!a.path.startsWith('/h/')) continue;
-      const body = JSON.parse(a.body) as { resource: { id: string }; created_at: string };
+      const body = JSON.parse(a.body) as {
+        resource: { id: string };
+        created_at: string;
+        data: { created_at: string } | null;
+      };
       const sent = feed.sent.get(body.resource.id);
       if (!sent || sent.phase !== phase) continue;
       const key = `${a.path} ${a.headers['x-svc-event-id']}`;
@@ -273,7 +285,12 @@ async function collect(
         continue;
       }
       seen.add(key);
-      delivered.push({ arrival: a, sent, publishedMs: Date.parse(body.created_at) });
+      delivered.push({
+        arrival: a,
+        sent,
+        publishedMs: Date.parse(body.created_at),
+        txStartMs: body.data ? Date.parse(body.data.created_at) : Number.NaN,
+      });
     }
     return delivered.length >= expected;
   };
@@ -340,17 +357,19 @@ async function latencyPhase(
   name: string,
   receiver: BenchReceiver,
   feed: Feed,
+  rate: number,
+  seconds: number,
 ): Promise<{ result: LatencyResult; delivered: Delivered[] }> {
-  const phase = `${name}/latency`;
+  const phase = `${name}/latency-${rate}`;
   const from = receiver.arrivals.length;
-  const achieved = await feed.steady(phase, settings.rate, settings.latencySeconds);
+  const achieved = await feed.steady(phase, rate, seconds);
   const events = feed.events(phase);
   const ok = events.filter((e) => e.status === 201);
   const expected = ok.length * settings.webhooks;
   const { delivered, complete } = await collect(receiver, feed, phase, from, expected);
   const result: LatencyResult = {
-    targetEventsPerSecond: settings.rate,
-    seconds: settings.latencySeconds,
+    targetEventsPerSecond: rate,
+    seconds,
     events: events.length,
     achievedEventsPerSecond: round(achieved),
     expected,
@@ -358,6 +377,9 @@ async function latencyPhase(
     feedFailures: events.length - ok.length,
     fromCommitMs: percentiles(delivered.map((d) => d.arrival.at - d.sent.answeredAt)),
     fromSendMs: percentiles(delivered.map((d) => d.arrival.at - d.sent.sentAt)),
+    fromTxStartMs: percentiles(
+      delivered.filter((d) => Number.isFinite(d.txStartMs)).map((d) => d.arrival.wall - d.txStartMs),
+    ),
     commitToPublishMs: percentiles(delivered.map((d) => d.publishedMs - d.sent.answeredWall)),
     publishToArrivalMs: percentiles(delivered.map((d) => d.arrival.wall - d.publishedMs)),
     feedAnswerMs: percentiles(ok.map((e) => e.answeredAt - e.sentAt)),
@@ -379,6 +401,7 @@ async function burstPhase(
   const feedStart = performance.now();
   await feed.burst(phase, count, settings.feedConcurrency);
   const feedEnd = performance.now();
+  const atFeedEnd = await snapshot(probe);
   const events = feed.events(phase);
   const ok = events.filter((e) => e.status === 201);
   const expected = ok.length * settings.webhooks;
@@ -395,6 +418,7 @@ async function burstPhase(
   const perDelivery = (x: number | null) =>
     x === null || delivered.length === 0 ? null : round(x / delivered.length, 3);
   const sub = (a: number | null, b: number | null) => (a === null || b === null ? null : a - b);
+  const perLate = (x: number | null) => (x === null || late.length === 0 ? null : round(x / late.length, 3));
   const result: BurstResult = {
     events: events.length,
     expected,
@@ -419,6 +443,17 @@ async function burstPhase(
       postgres: probe.pgClient ? perDelivery(postgresDelta(before.postgres, after.postgres)) : null,
     },
     xactsPerDelivery: perDelivery(sub(after.xacts, before.xacts)),
+    drain:
+      late.length >= 50
+        ? {
+            cpuMsPerDelivery: {
+              serve: perLate(sub(after.serve, atFeedEnd.serve)),
+              workers: perLate(sub(after.workers, atFeedEnd.workers)),
+              postgres: probe.pgClient ? perLate(postgresDelta(atFeedEnd.postgres, after.postgres)) : null,
+            },
+            xactsPerDelivery: perLate(sub(after.xacts, atFeedEnd.xacts)),
+          }
+        : null,
     complete,
   };
   return { result, delivered };
@@ -535,12 +570,21 @@ async function measure(kind: DbKind, receiver: BenchReceiver): Promise<WebhookRu
       const deliveryWorkers = count + 1;
       const inFlightLimit = Math.min(deliveryWorkers * settings.concurrency, settings.webhooks * settings.perWebhook);
       await sleep(500);
-      const latency = await latencyPhase(name, receiver, feed);
-      log(
-        `${kind} ${label}: latency at ${latency.result.achievedEventsPerSecond} events/s: ` +
-          `p50 ${latency.result.fromCommitMs.p50} ms, p99 ${latency.result.fromCommitMs.p99} ms ` +
-          `(${latency.result.delivered}/${latency.result.expected})`,
-      );
+      const latencies: LatencyResult[] = [];
+      for (const [rate, seconds] of [
+        [settings.rate, settings.latencySeconds],
+        [settings.lowRate, settings.lowSeconds],
+      ] as const) {
+        if (rate <= 0) continue;
+        const { result } = await latencyPhase(name, receiver, feed, rate, seconds);
+        log(
+          `${kind} ${label}: latency at ${result.achievedEventsPerSecond} events/s: ` +
+            `p50 ${result.fromCommitMs.p50} ms, p99 ${result.fromCommitMs.p99} ms ` +
+            `(${result.delivered}/${result.expected})`,
+        );
+        latencies.push(result);
+        await sleep(1000);
+      }
       await sleep(1500);
       const burst = await burstPhase(name, receiver, feed, probe, burstEvents);
       log(
@@ -554,7 +598,8 @@ async function measure(kind: DbKind, receiver: BenchReceiver): Promise<WebhookRu
         workerProcesses: count,
         deliveryWorkers,
         inFlightLimit,
-        latency: latency.result,
+        latency: latencies[0] as LatencyResult,
+        lowRateLatency: latencies[1] ?? null,
         burst: burst.result,
         ofCeiling: 0,
       });
@@ -591,6 +636,8 @@ async function measure(kind: DbKind, receiver: BenchReceiver): Promise<WebhookRu
       burstEvents,
       latencyEventsPerSecond: settings.rate,
       latencySeconds: settings.latencySeconds,
+      lowEventsPerSecond: settings.lowRate,
+      lowSeconds: settings.lowSeconds,
       workerConcurrency: settings.concurrency,
       concurrencyPerWebhook: settings.perWebhook,
       webhookTimeoutMs: DEFAULT_TIMEOUT_MS,

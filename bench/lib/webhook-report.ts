@@ -38,6 +38,8 @@ export interface BurstResult {
   cpuMsPerDelivery: CpuShare;
   /** PostgreSQL transactions committed in the service's database per delivery (autocommit statements count one each). */
   xactsPerDelivery: number | null;
+  /** The same over the drain only (after the last feed write answered), per delivery arrived then. */
+  drain: { cpuMsPerDelivery: CpuShare; xactsPerDelivery: number | null } | null;
   complete: boolean;
 }
 
@@ -53,6 +55,8 @@ export interface LatencyResult {
   fromCommitMs: Percentiles;
   /** arrival - the moment the PUT was sent (an upper bound of commit to arrival). */
   fromSendMs: Percentiles;
+  /** arrival (wall clock) - the booking's created_at (now() of the feed's transaction: before the commit). */
+  fromTxStartMs: Percentiles;
   /** the event's published stamp (created_at, database clock) - PUT answered, ms. */
   commitToPublishMs: Percentiles;
   /** arrival (wall clock) - the event's published stamp. */
@@ -71,6 +75,8 @@ export interface ConfigurationResult {
   /** Most attempts in flight at once: min(workers x SVC_WEBHOOK_CONCURRENCY, webhooks x per-webhook limit). */
   inFlightLimit: number;
   latency: LatencyResult;
+  /** The same at a rate the service sustains, for reference (no target). */
+  lowRateLatency: LatencyResult | null;
   burst: BurstResult;
   /** Burst deliveries/s over the ceiling's requests/s at the same concurrency. */
   ofCeiling: number;
@@ -107,6 +113,8 @@ export interface WebhookRunResult {
     burstEvents: number;
     latencyEventsPerSecond: number;
     latencySeconds: number;
+    lowEventsPerSecond: number;
+    lowSeconds: number;
     workerConcurrency: number;
     concurrencyPerWebhook: number;
     webhookTimeoutMs: number;
@@ -170,26 +178,37 @@ export function renderRun(r: WebhookRunResult): string {
   const m = r.machine;
   const load = (l: number[]) => l.map((x) => x.toFixed(1)).join(' / ');
   const ceilingOf = (c: ConfigurationResult) => r.ceilings.find((x) => x.concurrency === c.inFlightLimit);
+  const ceilingRate = (c: ConfigurationResult) => ceilingOf(c)?.requestsPerSecond ?? 0;
+  const share = (x: number, c: ConfigurationResult) => (ceilingRate(c) > 0 ? pct(x / ceilingRate(c)) : '-');
   const throughput = r.configurations.map((c) => {
     const b = c.burst;
-    const after = b.afterFeed ? `${int(b.afterFeed.deliveriesPerSecond)} (${int(b.afterFeed.deliveries)})` : '-';
+    const after = b.afterFeed;
     return (
       `| ${c.label} | ${c.inFlightLimit} | ${int(b.events)} | ${int(b.delivered)}${b.complete ? '' : ` of ${int(b.expected)}`} | ` +
-      `${int(b.feedEventsPerSecond)} | **${int(b.deliveriesPerSecond)}** | ${after} | ` +
-      `${int(ceilingOf(c)?.requestsPerSecond ?? 0)} | **${pct(c.ofCeiling)}** | ` +
-      `${num(b.cpuMsPerDelivery.serve)} | ${num(b.cpuMsPerDelivery.workers)} | ${num(b.cpuMsPerDelivery.postgres)} | ` +
-      `${num(b.xactsPerDelivery, 1)} | ${b.duplicates} |`
+      `${int(b.feedEventsPerSecond)} | **${int(b.deliveriesPerSecond)}** | **${pct(c.ofCeiling)}** | ` +
+      `${after ? `${int(after.deliveriesPerSecond)} (${int(after.deliveries)} in ${after.seconds} s)` : '-'} | ` +
+      `${after ? share(after.deliveriesPerSecond, c) : '-'} | ${int(ceilingRate(c))} | ${b.duplicates} |`
     );
   });
-  const latency = r.configurations.map((c) => {
-    const l = c.latency;
+  const cpu = (x: CpuShare) => `${num(x.serve)} / ${num(x.workers)} / ${num(x.postgres)}`;
+  const cost = r.configurations.map((c) => {
+    const b = c.burst;
     return (
-      `| ${c.label} | ${l.achievedEventsPerSecond} | ${int(l.delivered)}${l.complete ? '' : ` of ${int(l.expected)}`} | ` +
-      `**${ms(l.fromCommitMs.p50)}** | ${ms(l.fromCommitMs.p90)} | **${ms(l.fromCommitMs.p99)}** | ${ms(l.fromCommitMs.max)} | ` +
-      `${ms(l.fromSendMs.p50)} / ${ms(l.fromSendMs.p99)} | ${ms(l.commitToPublishMs.p50)} / ${ms(l.commitToPublishMs.p99)} | ` +
-      `${ms(l.publishToArrivalMs.p50)} / ${ms(l.publishToArrivalMs.p99)} | ${ms(l.feedAnswerMs.p50)} / ${ms(l.feedAnswerMs.p99)} |`
+      `| ${c.label} | ${cpu(b.cpuMsPerDelivery)} | ${num(b.xactsPerDelivery, 1)} | ` +
+      `${b.drain ? cpu(b.drain.cpuMsPerDelivery) : '-'} | ${b.drain ? num(b.drain.xactsPerDelivery, 1) : '-'} |`
     );
   });
+  const latencyRow = (c: ConfigurationResult, l: LatencyResult) =>
+    `| ${c.label} | ${l.targetEventsPerSecond} (${l.achievedEventsPerSecond} sent) | ` +
+    `${int(l.delivered)}${l.complete ? '' : ` of ${int(l.expected)}`} | ` +
+    `**${ms(l.fromCommitMs.p50)}** | ${ms(l.fromCommitMs.p90)} | **${ms(l.fromCommitMs.p99)}** | ${ms(l.fromCommitMs.max)} | ` +
+    `${ms(l.fromTxStartMs.p50)} / ${ms(l.fromTxStartMs.p99)} | ${ms(l.fromSendMs.p50)} / ${ms(l.fromSendMs.p99)} | ` +
+    `${ms(l.commitToPublishMs.p50)} / ${ms(l.commitToPublishMs.p99)} | ` +
+    `${ms(l.publishToArrivalMs.p50)} / ${ms(l.publishToArrivalMs.p99)} | ${ms(l.feedAnswerMs.p50)} / ${ms(l.feedAnswerMs.p99)} |`;
+  const latency = r.configurations.flatMap((c) => [
+    latencyRow(c, c.latency),
+    ...(c.lowRateLatency ? [latencyRow(c, c.lowRateLatency)] : []),
+  ]);
   const ceilings = r.ceilings.map(
     (c) =>
       `| ${c.concurrency} | ${int(c.requestsPerSecond)} | ${ms(c.latencyMs.p50)} | ${ms(c.latencyMs.p99)} | ` +
@@ -207,16 +226,26 @@ export function renderRun(r: WebhookRunResult): string {
       `${s.feedConcurrency} PUTs in flight; latency: one PUT every ${Math.round(1000 / s.latencyEventsPerSecond)} ms ` +
       `(open model) for ${s.latencySeconds} s.`,
     '',
-    'Throughput (burst):',
+    'Throughput (burst; "of ceiling" against the ceiling at the same in-flight limit):',
     '',
-    '| Configuration | in flight max | events | deliveries | feed events/s | deliveries/s | after the feed: /s (n) | ceiling req/s | of ceiling | CPU ms/delivery serve | svc worker | PostgreSQL | xacts/delivery | duplicates |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| Configuration | in flight max | events | deliveries | feed events/s | deliveries/s, first to last arrival | of ceiling | after the feed ended: deliveries/s (n) | of ceiling | ceiling req/s | duplicates |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...throughput,
     '',
-    `Commit to arrival at ${s.latencyEventsPerSecond} events/s (${s.latencyEventsPerSecond * s.webhooks} deliveries/s), ms:`,
+    'Cost per delivery: CPU ms of serve / svc workers / PostgreSQL backends, and PostgreSQL transactions, over the whole burst (feed writes included) and over the drain after the feed ended:',
     '',
-    '| Configuration | events/s sent | deliveries | p50 | p90 | p99 | max | from send p50 / p99 | commit to publish p50 / p99 | publish to arrival p50 / p99 | feed PUT p50 / p99 |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| Configuration | CPU ms, whole burst | xacts, whole burst | CPU ms, drain | xacts, drain |',
+    '|---|---:|---:|---:|---:|',
+    ...cost,
+    '',
+    `Commit to arrival, ms ("p50 ... max": arrival minus the feed PUT's answer, a lower bound; ` +
+      '"from tx start": arrival minus the booking\'s created_at, i.e. now() of the feed transaction, an upper bound; ' +
+      `"answer to publish" is negative when the PUT's answer reached the client after the event was already published). ` +
+      `The target rate is ${s.latencyEventsPerSecond} events/s (${s.latencyEventsPerSecond * s.webhooks} deliveries/s) for ${s.latencySeconds} s` +
+      (s.lowEventsPerSecond > 0 ? `; ${s.lowEventsPerSecond} events/s for ${s.lowSeconds} s is shown for reference.` : '.'),
+    '',
+    '| Configuration | events/s | deliveries | p50 | p90 | p99 | max | from tx start p50 / p99 | from send p50 / p99 | answer to publish p50 / p99 | publish to arrival p50 / p99 | feed PUT p50 / p99 |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...latency,
     '',
     'Ceiling (plain undici Pool, own process, same bodies and headers, same receiver):',
