@@ -76,6 +76,13 @@ describe('configuration', () => {
       SVC_EVENT_RETENTION_DAYS: '90',
       SVC_IDEMPOTENCY_RETENTION_HOURS: '48',
       SVC_IDEMPOTENCY_CLAIM_TIMEOUT_MS: '1000',
+      SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      SVC_WEBHOOK_CA_FILE: '/etc/svc/ca.pem',
+      SVC_WEBHOOK_RETRY_SCHEDULE: '1,2,3,4,5,6,0.25',
+      SVC_WEBHOOK_TIMEOUT_MS: '2000',
+      SVC_WEBHOOK_LEASE_SECONDS: '5',
+      SVC_WEBHOOK_CONCURRENCY: '10',
+      SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK: '3',
     });
     assert.deepEqual(
       { ...config, masterKey: config.masterKey?.toString('hex') },
@@ -100,8 +107,26 @@ describe('configuration', () => {
         eventRetentionDays: 90,
         idempotencyRetentionHours: 48,
         idempotencyClaimTimeoutMs: 1000,
+        webhooks: {
+          allowPrivateTargets: true,
+          caFile: '/etc/svc/ca.pem',
+          retryGapsMs: [1000, 2000, 3000, 4000, 5000, 6000, 250],
+          timeoutMs: 2000,
+          leaseMs: 5000,
+          concurrency: 10,
+          concurrencyPerWebhook: 3,
+        },
       },
     );
+  });
+
+  test('webhook delivery defaults are the contract schedule, 10 s time-out and a 60 s lease', () => {
+    const { webhooks } = loadConfig({});
+    assert.deepEqual(webhooks.retryGapsMs, [30_000, 60_000, 120_000, 240_000, 480_000, 960_000, 1_920_000]);
+    assert.equal(webhooks.timeoutMs, 10_000);
+    assert.equal(webhooks.leaseMs, 60_000);
+    assert.equal(webhooks.allowPrivateTargets, false);
+    assert.equal(webhooks.caFile, null);
   });
 
   test('the operator URL follows the operator port when not given', () => {
@@ -129,6 +154,15 @@ describe('configuration', () => {
       ['SVC_IDEMPOTENCY_CLAIM_TIMEOUT_MS', '999'],
       ['SVC_MASTER_KEY', 'too-short'],
       ['SVC_MASTER_KEY', 'ab'.repeat(31)],
+      ['SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS', '1'],
+      ['SVC_WEBHOOK_RETRY_SCHEDULE', '30,60,120'],
+      ['SVC_WEBHOOK_RETRY_SCHEDULE', '30,60,120,240,480,960,1920,3840'],
+      ['SVC_WEBHOOK_RETRY_SCHEDULE', '30,60,120,240,480,960,-1'],
+      ['SVC_WEBHOOK_RETRY_SCHEDULE', '30,60,120,240,480,960,1e3'],
+      ['SVC_WEBHOOK_TIMEOUT_MS', '99'],
+      ['SVC_WEBHOOK_LEASE_SECONDS', '10'],
+      ['SVC_WEBHOOK_CONCURRENCY', '0'],
+      ['SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK', '33'],
     ];
     for (const [variable, value] of bad) assertRefused({ [variable]: value }, variable);
   });

@@ -151,3 +151,17 @@ test('a delivery interrupted by SIGKILL arrives again with the same X-SVC-Delive
   const code = await new Promise((r) => second.once('exit', (c) => r(c)));
   assert.equal(code, 0);
 });
+
+test('svc worker refuses the embedded database with a clear message', async () => {
+  const child = spawn(process.execPath, ['--import', 'tsx', '-e', ENTRY, '--', 'worker'], {
+    env: { ...process.env, DATABASE_URL: '', SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'silent' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stderr?.on('data', (c) => {
+    out += c;
+  });
+  const code = await new Promise((r) => child.once('exit', (c) => r(c)));
+  assert.notEqual(code, 0);
+  assert.match(out, /svc worker needs DATABASE_URL/);
+});
