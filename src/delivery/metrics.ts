@@ -9,8 +9,15 @@ export interface DeliveryMetrics {
   disabled: Counter;
 }
 
-/** `db` answers the queue-depth gauge at scrape time (one grouped count). */
+const made = new WeakMap<Registry, DeliveryMetrics>();
+
+/**
+ * `db` answers the queue-depth gauge at scrape time (one grouped count). One set per registry:
+ * a worker restarted in the same process counts on.
+ */
 export function createDeliveryMetrics(registry: Registry, db: Queryable): DeliveryMetrics {
+  const existing = made.get(registry);
+  if (existing) return existing;
   new Gauge({
     name: 'svc_webhook_deliveries',
     help: 'Deliveries not yet final, by state.',
@@ -21,7 +28,7 @@ export function createDeliveryMetrics(registry: Registry, db: Queryable): Delive
       for (const status of ['pending', 'delivering', 'failed']) this.set({ status }, counts.get(status) ?? 0);
     },
   });
-  return {
+  const metrics: DeliveryMetrics = {
     attempts: new Counter({
       name: 'svc_webhook_attempts_total',
       help: 'Delivery attempts by outcome: succeeded, failed (will retry), dead, not_sent (webhook or integration inactive).',
@@ -40,4 +47,6 @@ export function createDeliveryMetrics(registry: Registry, db: Queryable): Delive
       registers: [registry],
     }),
   };
+  made.set(registry, metrics);
+  return metrics;
 }

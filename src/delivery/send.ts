@@ -50,6 +50,7 @@ export interface AttemptResult {
 
 export interface Sender {
   send(attempt: Attempt): Promise<AttemptResult>;
+  /** Ends every connection at once, cutting attempts still in flight. */
   close(): Promise<void>;
 }
 
@@ -145,7 +146,8 @@ export function createSender(options: SenderOptions): Sender {
     }
   }
 
-  return { send, close: () => agent.close() };
+  // Attempts still open when the worker hands its deliveries back are cut, not waited for.
+  return { send, close: () => agent.destroy() };
 }
 
 /** Answers the socket's lookup from the vetted addresses only; an unknown host fails, it is never resolved. */

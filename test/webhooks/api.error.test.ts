@@ -147,6 +147,27 @@ describe('url: only https on port 443 to public addresses', () => {
   });
 });
 
+describe('url: the 500-character cap holds for the url as normalised and stored', () => {
+  test('a path that percent-encodes past 500 characters is a 400, not a 500; PATCH too', async () => {
+    const t = await webhookTenant(svc);
+    const grows = `https://hooks.example.test/${'é'.repeat(100)}`; // 127 characters, 627 once encoded
+    assert.ok(grows.length <= 500);
+    assert.ok(new URL(grows).href.length > 500);
+    const res = await svc.call('POST', '/webhooks', { key: t.key, body: { url: grows, events: ['*'] } });
+    assertError(res, 400, 'validation_error', { field: 'url' });
+    assert.equal(await countOf(t), 0);
+    const hook = await create(t);
+    const patched = await svc.call('PATCH', `/webhooks/${hook.id}`, { key: t.key, body: { url: grows } });
+    assertError(patched, 400, 'validation_error', { field: 'url' });
+    assert.equal((await svc.call('GET', `/webhooks/${hook.id}`, { key: t.key })).body.url, GOOD);
+
+    // Within the cap once encoded: stored in its encoded form.
+    const fits = `https://hooks.example.test/${'é'.repeat(10)}`;
+    const ok = await create(t, { url: fits });
+    assert.equal(ok.url, new URL(fits).href);
+  });
+});
+
 describe('events', () => {
   test('an unknown type is refused with the admitted values, at POST and at PATCH', async () => {
     const t = await webhookTenant(svc);
@@ -211,6 +232,25 @@ describe('body fields', () => {
     );
   });
 
+  test('a description with U+0000 is a 400 (the database cannot store it), at POST and at PATCH', async () => {
+    const t = await webhookTenant(svc);
+    const res = await svc.call('POST', '/webhooks', {
+      key: t.key,
+      body: { url: GOOD, events: ['*'], description: 'a\u0000b' },
+    });
+    assertField(res, 'description');
+    assert.equal(await countOf(t), 0);
+    const hook = await create(t, { description: 'línea 1\nlínea 2\t🚕' });
+    assert.equal(hook.description, 'línea 1\nlínea 2\t🚕', 'other free text is kept as is');
+    assertField(
+      await svc.call('PATCH', `/webhooks/${hook.id}`, { key: t.key, body: { description: '\u0000' } }),
+      'description',
+    );
+    // 200 characters outside the BMP are 200 characters.
+    const emoji = await create(t, { description: '🚕'.repeat(200) });
+    assert.equal([...emoji.description].length, 200);
+  });
+
   test('POST: url missing, url not a string, an unknown field', async () => {
     const t = await webhookTenant(svc);
     assertField(await svc.call('POST', '/webhooks', { key: t.key, body: { events: ['*'] } }), 'url');
@@ -245,6 +285,20 @@ describe('body fields', () => {
     // The cap counts the webhooks there are, not those ever made.
     await expectOk(await svc.call('DELETE', `/webhooks/${made[0].id}`, { key: t.key }));
     await create(t, { url: `${GOOD}/again` });
+    assert.equal(await countOf(t), 10);
+  });
+
+  test('the cap holds under concurrent creations', async () => {
+    const t = await webhookTenant(svc);
+    for (let i = 0; i < 8; i += 1) await create(t, { url: `${GOOD}/${i}` });
+    const answers = await Promise.all(
+      [0, 1, 2, 3, 4].map((i) =>
+        svc.call('POST', '/webhooks', { key: t.key, body: { url: `${GOOD}/race${i}`, events: ['*'] } }),
+      ),
+    );
+    const statuses = answers.map((a) => a.status).sort();
+    assert.deepEqual(statuses, [201, 201, 400, 400, 400], JSON.stringify(answers.map((a) => a.text)));
+    for (const a of answers) if (a.status === 400) assert.equal(a.body.error.code, 'validation_error');
     assert.equal(await countOf(t), 10);
   });
 

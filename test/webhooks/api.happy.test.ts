@@ -408,6 +408,18 @@ describe('POST /webhooks/{id}/rotate-secret', () => {
     assert.notEqual(day.secret, now.secret);
     const row = await stored(hook.id);
     assert.equal(svc.deps.secrets.open(asBuffer(row!.previous_secret!), hook.id), now.secret);
+
+    // Named by an upper-case id: the answer and the sealing use the webhook's own id.
+    const upper = await expectOk(
+      await svc.call('POST', `/webhooks/${hook.id.toUpperCase()}/rotate-secret`, {
+        key: t.key,
+        body: { overlap_minutes: 5 },
+      }),
+    );
+    assert.equal(upper.id, hook.id);
+    const after = await stored(hook.id);
+    assert.equal(svc.deps.secrets.open(asBuffer(after!.secret), hook.id), upper.secret);
+    assert.equal(svc.deps.secrets.open(asBuffer(after!.previous_secret!), hook.id), day.secret);
   });
 });
 

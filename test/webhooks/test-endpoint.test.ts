@@ -47,6 +47,18 @@ function assertRateLimited(res: Response): number {
 }
 
 describe('POST /webhooks/{id}/test', () => {
+  test('a paused webhook still receives its test (a destination can be checked before reactivating)', async () => {
+    const t = await webhookTenant(svc);
+    const path = `/t/${randomUUID()}`;
+    const hook = await createWebhook(svc, t, receiver.url(path), ['booking.created']);
+    await expectOk(await svc.call('PATCH', `/webhooks/${hook.id}`, { key: t.key, body: { active: false } }));
+    const queued = await expectOk(await sendTest(t, hook.id), 202);
+    const [arrived] = await arrivals(path, 1);
+    assert.equal(arrived?.headers['x-svc-delivery'], queued.delivery_id);
+    const [d] = await deliveriesUntil(svc, t, hook.id, (x) => x[0]?.status === 'succeeded');
+    assert.equal(d?.attempt, 1);
+  });
+
   test('202 {delivery_id, event_id, status: pending}; a signed webhook.test reaches the destination', async () => {
     const t = await webhookTenant(svc);
     const path = `/t/${randomUUID()}`;
@@ -196,6 +208,19 @@ describe('limits of the test endpoint', () => {
     svc.clock.advance(61_000);
     assert.equal((await sendTest(t, a.id)).status, 202, 'a minute later the host has room again');
     assert.equal((await sendTest(t, sameHost.id)).status, 202);
+  });
+
+  test('a host written with its final dot is the same host: one bucket', async () => {
+    const t = await webhookTenant(svc);
+    const plain = await createWebhook(svc, t, receiver.url(`/d/${randomUUID()}`));
+    const dotted = await createWebhook(svc, t, receiver.url(`/d/${randomUUID()}`));
+    // Stored as if created with `https://localhost.:PORT/...` (no DNS needed to show the bucket).
+    await svc.db.query('UPDATE webhooks SET url = $2 WHERE id = $1', [
+      dotted.id,
+      `https://localhost.:${receiver.port}/d/dotted`,
+    ]);
+    for (let i = 0; i < 5; i += 1) assert.equal((await sendTest(t, plain.id)).status, 202, `test ${i + 1}`);
+    assertRateLimited(await sendTest(t, dotted.id));
   });
 
   test('60 an hour per organization: the 61st is 429 whatever the host', async () => {

@@ -26,6 +26,7 @@ import {
 import {
   DeliveryList,
   DeliveryListQuery,
+  MAX_URL_LENGTH,
   MAX_WEBHOOKS_PER_INTEGRATION,
   RotateBody,
   RotatedSecret,
@@ -79,13 +80,21 @@ function subscription(request: FastifyRequest, events: string[]): string[] {
   return [...new Set(events)];
 }
 
+/** The url as it will be stored and called; the 500-character cap holds for that form too. */
 async function target(deps: WebhookRouteDeps, url: string): Promise<string> {
+  let href: string;
   try {
-    return (await vetTarget(url, deps.targets.policy, deps.targets.resolve)).url.href;
+    href = (await vetTarget(url, deps.targets.policy, deps.targets.resolve)).url.href;
   } catch (error) {
     if (error instanceof TargetRefused) throw invalidField('url', error.message);
     throw error;
   }
+  // Normalising percent-encodes non-ASCII paths and punycodes names, so a url of 500 characters
+  // or fewer may grow past the cap (and the column's CHECK would answer 500).
+  if (href.length > MAX_URL_LENGTH) {
+    throw invalidField('url', `La url, normalizada, no puede superar ${MAX_URL_LENGTH} caracteres.`);
+  }
+  return href;
 }
 
 function ownerOf(request: FastifyRequest) {
@@ -207,7 +216,8 @@ export function webhookRoutes(app: App, deps: WebhookRouteDeps): void {
     { schema: { params: WebhookPath, response: { 202: TestQueued } }, config: write },
     async (request, reply) => {
       const webhook = await owned(request);
-      const host = new URL(webhook.url).hostname.toLowerCase();
+      // `host.` is the same host as `host`: one bucket for both spellings.
+      const host = new URL(webhook.url).hostname.toLowerCase().replace(/\.$/, '');
       const { perHost, perOrganization } = TEST_LIMITS;
       const decision = await deps.limiter.hit(
         [

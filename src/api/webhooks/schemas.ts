@@ -9,8 +9,9 @@ export const MAX_WEBHOOKS_PER_INTEGRATION = 10;
 /** What a webhook may subscribe to: the booking events, or `*` alone for all of them. */
 export const SUBSCRIBABLE = [...BOOKING_EVENT_TYPES, '*'] as const;
 
+export const MAX_URL_LENGTH = 500;
 const Url = Type.String({
-  maxLength: 500,
+  maxLength: MAX_URL_LENGTH,
   description: 'https:// on port 443, resolving to public addresses only',
 });
 const Events = Type.Array(Type.String({ maxLength: 100 }), {
@@ -18,7 +19,8 @@ const Events = Type.Array(Type.String({ maxLength: 100 }), {
   maxItems: SUBSCRIBABLE.length,
   description: 'Event types, or ["*"] for all',
 });
-const Description = Type.String({ maxLength: 200 });
+// Free text, but PostgreSQL text cannot hold U+0000: refused here instead of failing the insert.
+const Description = Type.String({ maxLength: 200, pattern: '^[^\\u0000]*$' });
 
 export const WebhookCreateBody = Type.Object(
   { url: Url, events: Events, description: Type.Optional(Description) },

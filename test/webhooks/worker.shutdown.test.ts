@@ -1,0 +1,62 @@
+// Graceful shutdown: the worker stops claiming, gives attempts in flight the grace period, then hands
+// the unfinished ones back at once instead of leaving them to a lease that ends a minute later.
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { startDeliveryWorker } from '../../src/runtime.js';
+import { startService } from '../support/context.js';
+import { putBooking } from '../support/feed.js';
+import { startReceiver } from '../support/https-receiver.js';
+import { createWebhook, FAST_SCHEDULE, webhookTenant } from '../support/webhooks.js';
+
+const receiver = await startReceiver();
+const svc = await startService({
+  SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+  SVC_WEBHOOK_CA_FILE: receiver.caFile,
+  SVC_WEBHOOK_RETRY_SCHEDULE: FAST_SCHEDULE,
+  SVC_WEBHOOK_TIMEOUT_MS: '30000',
+  SVC_WEBHOOK_LEASE_SECONDS: '60',
+});
+after(async () => {
+  await receiver.close();
+  await svc.close();
+});
+
+test('attempts still in flight after the grace period are handed back, and the next worker sends them', async () => {
+  receiver.respond((_req, n) => (n === 1 ? { hang: true } : { status: 200 }));
+  const first = await startDeliveryWorker(svc.deps);
+  const t = await webhookTenant(svc);
+  const hook = await createWebhook(svc, t, receiver.url('/shutdown'), ['booking.created']);
+  await putBooking(svc, t.organization.id);
+  const [hung] = await receiver.waitFor(1, 10_000);
+
+  const stopping = Date.now();
+  await first.stop(300);
+  const took = Date.now() - stopping;
+  assert.ok(took >= 300 && took < 3000, `stopped in ${took} ms`);
+  const [row] = await svc.db.query<Record<string, unknown>>(
+    `SELECT status, attempt, lease_token, last_error, next_retry_at <= now() AS due
+     FROM webhook_deliveries WHERE webhook_id = $1`,
+    [hook.id],
+  );
+  assert.equal(row?.status, 'failed');
+  assert.equal(row?.attempt, 1);
+  assert.equal(row?.lease_token, null);
+  assert.equal(row?.due, true, 'due at once, not after the 60 s lease');
+  assert.match(String(row?.last_error), /interrumpido/);
+
+  const second = await startDeliveryWorker(svc.deps);
+  try {
+    const [, again] = await receiver.waitFor(2, 10_000);
+    assert.equal(again?.headers['x-svc-delivery'], hung?.headers['x-svc-delivery']);
+    assert.equal(again?.headers['x-svc-attempt'], '2');
+  } finally {
+    await second.stop(1000);
+  }
+});
+
+test('an idle worker stops at once', async () => {
+  const worker = await startDeliveryWorker(svc.deps);
+  const started = Date.now();
+  await worker.stop(10_000);
+  assert.ok(Date.now() - started < 1000);
+});
