@@ -100,6 +100,10 @@ describe('delivery of booking events', () => {
       deliveries.map((d) => d.id).sort(),
       [first, second].map((r) => r.headers['x-svc-delivery']).sort(),
     );
+    const metrics = (await svc.op('GET', '/metrics')).text;
+    assert.match(metrics, /svc_webhook_attempts_total\{outcome="succeeded"\} [1-9]/);
+    assert.match(metrics, /svc_webhook_lag_seconds_count [1-9]/);
+    assert.match(metrics, /svc_webhook_deliveries\{status="pending"\} \d+/);
     for (const d of deliveries) {
       assert.equal(d.attempt, 1);
       assert.equal(d.last_status, 200);
