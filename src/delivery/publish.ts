@@ -34,9 +34,22 @@ interface Pending {
   id: string;
 }
 
-/** Publishes one batch; returns how many events it published and how many deliveries it queued. */
-async function publishBatch(q: Queryable): Promise<{ events: number; deliveries: number }> {
-  await q.query('SELECT pg_advisory_xact_lock($1)', [PUBLISH_LOCK]);
+/**
+ * Publishes one batch; returns how many events it published and how many deliveries it queued, or
+ * null when `wait` is false and another publisher holds the lock.
+ */
+async function publishBatch(
+  q: Queryable,
+  wait: boolean,
+): Promise<{ events: number; deliveries: number } | null> {
+  if (wait) {
+    await q.query('SELECT pg_advisory_xact_lock($1)', [PUBLISH_LOCK]);
+  } else {
+    const [got] = await q.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS ok', [
+      PUBLISH_LOCK,
+    ]);
+    if (!got?.ok) return null;
+  }
   const pending = await q.query<Pending>('SELECT id FROM event_outbox ORDER BY occurred_at, id LIMIT $1', [
     PUBLISH_BATCH,
   ]);
@@ -95,15 +108,23 @@ async function publishBatch(q: Queryable): Promise<{ events: number; deliveries:
 export interface PublishResult {
   events: number;
   deliveries: number;
+  /** Another publisher held the lock (only without `wait`). */
+  busy: boolean;
 }
 
-/** Publishes everything committed in the outbox, batch by batch. Cheap when it is empty. */
-export async function publishEvents(db: Db): Promise<PublishResult> {
-  const total = { events: 0, deliveries: 0 };
+/**
+ * Publishes everything committed in the outbox, batch by batch. Cheap when it is empty. With
+ * `wait: false` (workers) it leaves the work to a publisher already running instead of queueing
+ * behind it: `busy` then says so, and the caller looks again shortly.
+ */
+export async function publishEvents(db: Db, options: { wait?: boolean } = {}): Promise<PublishResult> {
+  const wait = options.wait ?? true;
+  const total: PublishResult = { events: 0, deliveries: 0, busy: false };
   for (;;) {
     const [any] = await db.query('SELECT 1 FROM event_outbox LIMIT 1');
     if (!any) return total;
-    const batch = await db.tx(publishBatch);
+    const batch = await db.tx((q) => publishBatch(q, wait));
+    if (batch === null) return { ...total, busy: true };
     total.events += batch.events;
     total.deliveries += batch.deliveries;
     if (batch.events < PUBLISH_BATCH) return total;

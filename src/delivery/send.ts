@@ -10,7 +10,7 @@ import type { LookupAddress, LookupOptions } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
-import { rootCertificates } from 'node:tls';
+import { createSecureContext, rootCertificates } from 'node:tls';
 import { Agent, request } from 'undici';
 import {
   type Address,
@@ -76,7 +76,10 @@ export function createSender(options: SenderOptions): Sender {
       // undici sets servername (SNI) to the url's host name, so the certificate is checked
       // against the name, not against the pinned address.
       rejectUnauthorized: true,
-      ...(options.ca ? { ca: [...rootCertificates, options.ca] } : {}),
+      // Built once: a CA list given per connection would be parsed again for every handshake.
+      ...(options.ca
+        ? { secureContext: createSecureContext({ ca: [...rootCertificates, options.ca] }) }
+        : {}),
     },
   });
 

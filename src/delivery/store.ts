@@ -3,18 +3,39 @@
 import type { Queryable } from '../db/db.js';
 import { CONSECUTIVE_FAILURES_TO_DISABLE } from './policy.js';
 
-export interface Claimed {
+/** Everything one attempt needs, read at the claim (scopes and url may change between attempts). */
+export interface AttemptContext {
+  webhook_active: boolean;
+  url: string;
+  secret: Buffer;
+  previous_secret: Buffer | null;
+  previous_valid: boolean;
+  integration_active: boolean;
+  scopes: string[];
+  organization_id: string;
+  webhooks_enabled: boolean;
+  event_type: string;
+  event_created_at: Date;
+  resource_type: string;
+  resource_id: string;
+  changes: string[];
+  previous_status: string | null;
+  booking: Record<string, unknown> | null;
+  link_external_id: string | null;
+}
+
+export interface Claimed extends AttemptContext {
   id: string;
   webhook_id: string;
   event_id: string;
-  event_type: string;
   attempt: number;
   lease_token: string;
 }
 
 /**
  * Claims up to `take` due deliveries, at most `perWebhook` in flight for any webhook counting
- * those other workers hold, oldest due first. SKIP LOCKED lets workers claim side by side; the
+ * those other workers hold, oldest due first, and returns each with what its attempt needs (one
+ * statement per batch, not one per delivery). SKIP LOCKED lets workers claim side by side; the
  * status and due time are checked again on the locked row, so a row another worker has just
  * claimed is never taken twice. The attempt number is counted here: an attempt whose worker dies
  * still counts, and the next one carries a higher number.
@@ -37,12 +58,28 @@ const CLAIM_SQL = `
     WHERE r.slot <= $2 AND w.status IN ('pending', 'failed') AND w.next_retry_at <= now()
     ORDER BY r.next_retry_at LIMIT $1
     FOR UPDATE OF w SKIP LOCKED
+  ), claimed AS (
+    UPDATE webhook_deliveries d
+    SET status = 'delivering', attempt = d.attempt + 1, lease_token = $3,
+        lease_until = now() + make_interval(secs => $4::float8 / 1000)
+    FROM picked WHERE d.id = picked.id
+    RETURNING d.id, d.webhook_id, d.event_id, d.attempt, d.lease_token
   )
-  UPDATE webhook_deliveries d
-  SET status = 'delivering', attempt = d.attempt + 1, lease_token = $3,
-      lease_until = now() + make_interval(secs => $4::float8 / 1000)
-  FROM picked WHERE d.id = picked.id
-  RETURNING d.id, d.webhook_id, d.event_id, d.event_type, d.attempt, d.lease_token`;
+  SELECT c.id, c.webhook_id, c.event_id, c.attempt, c.lease_token,
+         w.active AS webhook_active, w.url, w.secret, w.previous_secret,
+         coalesce(w.previous_secret_until > now(), false) AS previous_valid,
+         i.status = 'active' AS integration_active, i.scopes,
+         e.organization_id, o.webhooks_enabled AND o.api_enabled AS webhooks_enabled,
+         e.type AS event_type, e.created_at AS event_created_at, e.resource_type, e.resource_id,
+         e.changes, e.previous_status, p.booking,
+         (SELECT x.external_id FROM booking_external_ids x
+          WHERE x.integration_id = i.id AND x.booking_id = e.resource_id) AS link_external_id
+  FROM claimed c
+  JOIN webhooks w ON w.id = c.webhook_id
+  JOIN integrations i ON i.id = w.integration_id
+  JOIN events e ON e.id = c.event_id
+  JOIN organizations o ON o.id = e.organization_id
+  LEFT JOIN event_payloads p ON p.event_id = e.id`;
 
 export function claimDeliveries(
   q: Queryable,
@@ -70,50 +107,6 @@ export async function releaseExpiredLeases(q: Queryable): Promise<number> {
      RETURNING 1`,
   );
   return rows.length;
-}
-
-/** Everything one attempt needs, read fresh for each attempt (scopes and url may have changed). */
-export interface AttemptContext {
-  webhook_active: boolean;
-  url: string;
-  secret: Buffer;
-  previous_secret: Buffer | null;
-  previous_valid: boolean;
-  integration_id: string;
-  integration_active: boolean;
-  scopes: string[];
-  organization_id: string;
-  webhooks_enabled: boolean;
-  event_type: string;
-  event_created_at: Date;
-  resource_type: string;
-  resource_id: string;
-  changes: string[];
-  previous_status: string | null;
-  booking: Record<string, unknown> | null;
-  link_external_id: string | null;
-}
-
-export async function attemptContext(q: Queryable, deliveryId: string): Promise<AttemptContext | null> {
-  const [row] = await q.query<AttemptContext>(
-    `SELECT w.active AS webhook_active, w.url, w.secret, w.previous_secret,
-            coalesce(w.previous_secret_until > now(), false) AS previous_valid,
-            i.id AS integration_id, i.status = 'active' AS integration_active, i.scopes,
-            e.organization_id, o.webhooks_enabled AND o.api_enabled AS webhooks_enabled,
-            e.type AS event_type, e.created_at AS event_created_at, e.resource_type, e.resource_id,
-            e.changes, e.previous_status, p.booking,
-            (SELECT x.external_id FROM booking_external_ids x
-             WHERE x.integration_id = i.id AND x.booking_id = e.resource_id) AS link_external_id
-     FROM webhook_deliveries d
-     JOIN webhooks w ON w.id = d.webhook_id
-     JOIN integrations i ON i.id = w.integration_id
-     JOIN events e ON e.id = d.event_id
-     JOIN organizations o ON o.id = e.organization_id
-     LEFT JOIN event_payloads p ON p.event_id = e.id
-     WHERE d.id = $1`,
-    [deliveryId],
-  );
-  return row ?? null;
 }
 
 export interface Recorded {
@@ -157,7 +150,9 @@ export async function recordOutcome(
                             THEN now() ELSE disabled_at END,
          disabled_reason = CASE WHEN active AND $3 <> 'succeeded' AND consecutive_failures + 1 >= $10
                                 THEN 'consecutive_failures' ELSE disabled_reason END
-       WHERE id = (SELECT webhook_id FROM d) AND $9
+       -- A success with the count already at 0 changes nothing: the webhook row is not rewritten,
+       -- so deliveries of one webhook do not queue on its row lock.
+       WHERE id = (SELECT webhook_id FROM d) AND $9 AND ($3 <> 'succeeded' OR consecutive_failures <> 0)
        -- The count grows by one per failure, so it equals the threshold exactly once per deactivation.
        RETURNING (NOT active AND disabled_reason = 'consecutive_failures' AND consecutive_failures = $10)
          AS disabled

@@ -18,7 +18,6 @@ import type { AttemptResult, Sender } from './send.js';
 import { signatureHeader } from './signing.js';
 import {
   type AttemptContext,
-  attemptContext,
   type Claimed,
   claimDeliveries,
   dropFinishedPayloads,
@@ -30,6 +29,7 @@ import {
 } from './store.js';
 
 export const POLL_MS = 1000;
+const PUBLISH_RETRY_MS = 20;
 export const USER_AGENT = 'SVC-Webhooks/1';
 
 export interface WorkerDeps {
@@ -83,7 +83,15 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       pending = false;
     });
 
-  const unlisten = await Promise.all(['svc_outbox', 'svc_deliveries'].map((c) => db.listen(c, wake)));
+  // The outbox is looked at when a commit announced an event, and on every poll besides.
+  let outboxDirty = true;
+  const unlisten = await Promise.all([
+    db.listen('svc_outbox', () => {
+      outboxDirty = true;
+      wake();
+    }),
+    db.listen('svc_deliveries', wake),
+  ]);
 
   let lastError = 0;
   const report = (error: unknown, what: string) => {
@@ -97,9 +105,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     const started = performance.now();
     let recorded: Recorded;
     try {
-      const ctx = await attemptContext(db, claimed.id);
-      if (!ctx) return; // the webhook was deleted, and its deliveries with it
-      const refusal = notSendable(ctx);
+      const refusal = notSendable(claimed);
       if (refusal) {
         recorded = {
           status: 'dead',
@@ -111,8 +117,9 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
           counts: false,
         };
       } else {
-        if (claimed.attempt === 1) metrics?.lag.observe((Date.now() - ctx.event_created_at.getTime()) / 1000);
-        const result = await send(claimed, ctx);
+        if (claimed.attempt === 1)
+          metrics?.lag.observe((Date.now() - claimed.event_created_at.getTime()) / 1000);
+        const result = await send(claimed);
         const outcome = outcomeOf(claimed.attempt, result.status, config.retryGapsMs);
         recorded = {
           status: outcome.status,
@@ -147,20 +154,20 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     if (recorded.status !== 'failed') await dropFinishedPayloads(db, claimed.event_id);
   }
 
-  function send(claimed: Claimed, ctx: AttemptContext): Promise<AttemptResult> {
-    const body = deliveryBody(claimed.event_id, ctx);
+  function send(claimed: Claimed): Promise<AttemptResult> {
+    const body = deliveryBody(claimed.event_id, claimed);
     const timestamp = Math.floor(Date.now() / 1000);
-    const secrets = [deps.secrets.open(ctx.secret, claimed.webhook_id)];
-    if (ctx.previous_valid && ctx.previous_secret) {
-      secrets.push(deps.secrets.open(ctx.previous_secret, claimed.webhook_id));
+    const secrets = [deps.secrets.open(claimed.secret, claimed.webhook_id)];
+    if (claimed.previous_valid && claimed.previous_secret) {
+      secrets.push(deps.secrets.open(claimed.previous_secret, claimed.webhook_id));
     }
     return deps.sender.send({
-      url: ctx.url,
+      url: claimed.url,
       body,
       headers: {
         'content-type': 'application/json',
         'user-agent': USER_AGENT,
-        'x-svc-event': ctx.event_type,
+        'x-svc-event': claimed.event_type,
         'x-svc-event-id': claimed.event_id,
         'x-svc-delivery': claimed.id,
         'x-svc-attempt': String(claimed.attempt),
@@ -182,16 +189,27 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
 
   const housekeepingEveryMs = Math.min(config.leaseMs / 2, 5000);
   let lastHousekeeping = 0;
+  let lastPublish = 0;
 
   async function round(): Promise<number> {
-    await publishEvents(db);
+    let retryPublishIn = POLL_MS;
+    if (outboxDirty || Date.now() - lastPublish >= POLL_MS) {
+      outboxDirty = false;
+      lastPublish = Date.now();
+      // Another publisher at work will have published what it saw; what committed after it is
+      // looked for again shortly rather than queueing behind its lock.
+      if ((await publishEvents(db, { wait: false })).busy) {
+        outboxDirty = true;
+        retryPublishIn = PUBLISH_RETRY_MS;
+      }
+    }
     if (Date.now() - lastHousekeeping >= housekeepingEveryMs) {
       lastHousekeeping = Date.now();
       await releaseExpiredLeases(db);
       await dropFinishedPayloads(db);
     }
     const free = config.concurrency - inFlight.size;
-    if (free <= 0) return POLL_MS;
+    if (free <= 0) return retryPublishIn;
     const claimed = await claimDeliveries(
       db,
       free,
@@ -202,7 +220,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     for (const c of claimed) start(c);
     if (claimed.length === free) return 0;
     const due = await msUntilNextDue(db);
-    return Math.min(POLL_MS, Math.max(due ?? POLL_MS, 5));
+    return Math.min(retryPublishIn, Math.max(due ?? POLL_MS, 5));
   }
 
   const loop = (async () => {
