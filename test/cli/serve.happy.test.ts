@@ -12,12 +12,21 @@ const ENTRY =
   'import("./src/cli.ts").then(async (m) => { process.exitCode = await m.main(process.argv.slice(1)); })';
 const TOKEN = 'cli-test-operator-token-0123456789abcdef';
 
+const children: ChildProcess[] = [];
+
 function svc(args: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', '-e', ENTRY, '--', ...args], {
+  const child = spawn(process.execPath, ['--import', 'tsx', '-e', ENTRY, '--', ...args], {
     env: { ...process.env, SVC_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  children.push(child);
+  return child;
 }
+
+// A failed assertion must not leave a service running: the test file would never end.
+after(() => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+});
 
 /** Resolves with everything printed once `pattern` appears. */
 function waitFor(child: ChildProcess, pattern: RegExp, timeoutMs = 60_000): Promise<string> {
