@@ -14,7 +14,8 @@ interface Capture {
 }
 
 const [file, origin, caFile, concurrencyArg, secondsArg, warmupArg] = process.argv.slice(2);
-if (!file || !origin || !caFile) throw new Error('usage: webhook-ceiling.ts captures.json origin ca.pem c s w');
+if (!file || !origin || !caFile)
+  throw new Error('usage: webhook-ceiling.ts captures.json origin ca.pem c s w');
 const captures = (JSON.parse(readFileSync(file, 'utf8')) as Capture[]).map((c) => ({
   ...c,
   body: Buffer.from(c.body, 'utf8'),
@@ -61,7 +62,8 @@ async function lane(): Promise<void> {
 await Promise.all(Array.from({ length: concurrency }, lane));
 await pool.close();
 latencies.sort((a, b) => a - b);
-const q = (p: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? 0) * 10) / 10;
+const q = (p: number) =>
+  Math.round((latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? 0) * 10) / 10;
 process.stdout.write(
   `${JSON.stringify({
     requests: latencies.length,

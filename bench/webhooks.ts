@@ -55,8 +55,8 @@ const { values: args } = parseArgs({
     db: { type: 'string', default: 'both' },
     events: { type: 'string' },
     rate: { type: 'string', default: '200' },
-    'latency-seconds': { type: 'string', default: '5' },
-    'low-rate': { type: 'string', default: '25' },
+    'latency-seconds': { type: 'string' },
+    'low-rate': { type: 'string' },
     'low-seconds': { type: 'string', default: '3' },
     webhooks: { type: 'string', default: '4' },
     'feed-concurrency': { type: 'string', default: '16' },
@@ -64,10 +64,11 @@ const { values: args } = parseArgs({
     concurrency: { type: 'string' },
     'per-webhook': { type: 'string' },
     'ceiling-seconds': { type: 'string', default: '3' },
-    'wait-seconds': { type: 'string', default: '45' },
+    'wait-seconds': { type: 'string', default: '20' },
     'database-url': { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/svc_bench_webhooks' },
     'skip-build': { type: 'boolean', default: false },
     'dry-run': { type: 'boolean', default: false },
+    'report-only': { type: 'boolean', default: false },
     profile: { type: 'string' },
   },
 });
@@ -82,16 +83,22 @@ function positive(name: string, raw: string | undefined): number {
   return n;
 }
 
-/** Burst sizes that keep each phase to a few seconds on 2 shared cores. */
-const DEFAULT_EVENTS: Record<DbKind, number> = { postgres: 800, pglite: 300 };
+/**
+ * Sizes that keep each phase to a few seconds on 2 shared cores. PGlite runs the feed, the worker and
+ * the database in one thread at about a tenth of PostgreSQL's rate, so it gets less of everything.
+ */
+const DEFAULTS: Record<
+  DbKind,
+  { events: number; latencySeconds: number; lowRate: number; warmUp: number; budgetSeconds: number }
+> = {
+  postgres: { events: 300, latencySeconds: 3, lowRate: 25, warmUp: 30, budgetSeconds: 150 },
+  pglite: { events: 60, latencySeconds: 1, lowRate: 5, warmUp: 10, budgetSeconds: 60 },
+};
 
 const settings = {
   webhooks: positive('webhooks', args.webhooks),
   feedConcurrency: positive('feed-concurrency', args['feed-concurrency']),
   rate: positive('rate', args.rate),
-  latencySeconds: positive('latency-seconds', args['latency-seconds']),
-  /** A second, lower rate (0: none), to see the engine's latency when it is not saturated. */
-  lowRate: Number(args['low-rate']) || 0,
   lowSeconds: positive('low-seconds', args['low-seconds']),
   concurrency: args.concurrency ? positive('concurrency', args.concurrency) : DEFAULT_CONCURRENCY,
   perWebhook: args['per-webhook'] ? positive('per-webhook', args['per-webhook']) : DEFAULT_PER_WEBHOOK,
@@ -187,7 +194,9 @@ class Feed {
   async put(phase: string): Promise<void> {
     const id = randomUUID();
     this.seq += 1;
-    const body = JSON.stringify(bookingBody({ reference: `${this.tenant.code}${String(this.seq).padStart(8, '0')}` }));
+    const body = JSON.stringify(
+      bookingBody({ reference: `${this.tenant.code}${String(this.seq).padStart(8, '0')}` }),
+    );
     const record: Sent = { phase, sentAt: performance.now(), answeredAt: 0, answeredWall: 0, status: 0 };
     this.sent.set(id, record);
     try {
@@ -296,6 +305,19 @@ async function collect(
   };
   const complete = await receiver.until(take, settings.waitMs);
   take();
+  if (!complete) {
+    // Not measured any more, but the next phase must not start with this one's backlog.
+    log(`  ${phase}: ${delivered.length} of ${expected} arrived in the wait; letting the queue drain`);
+    let count = receiver.arrivals.length;
+    let quietSince = performance.now();
+    await receiver.until(() => {
+      if (receiver.arrivals.length !== count) {
+        count = receiver.arrivals.length;
+        quietSince = performance.now();
+      }
+      return performance.now() - quietSince > 1000;
+    }, 15_000);
+  }
   return { delivered, duplicates, complete };
 }
 
@@ -321,17 +343,19 @@ async function snapshot(p: Probe): Promise<Snapshot> {
   const postgres = new Map<number, number>();
   let xacts: number | null = null;
   if (p.pgClient) {
-    const pids = await p.pgClient.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [
-      p.dbName,
-    ]);
+    const pids = await p.pgClient.query<{ pid: number }>(
+      'SELECT pid FROM pg_stat_activity WHERE datname = $1',
+      [p.dbName],
+    );
     for (const { pid } of pids.rows) {
       const used = await cpuMs(pid);
       if (used !== null) postgres.set(pid, used);
     }
     const [row] = (
-      await p.pgClient.query<{ n: string }>('SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = $1', [
-        p.dbName,
-      ])
+      await p.pgClient.query<{ n: string }>(
+        'SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = $1',
+        [p.dbName],
+      )
     ).rows;
     xacts = row ? Number(row.n) : null;
   }
@@ -367,6 +391,7 @@ async function latencyPhase(
   const ok = events.filter((e) => e.status === 201);
   const expected = ok.length * settings.webhooks;
   const { delivered, complete } = await collect(receiver, feed, phase, from, expected);
+  const missing = expected - delivered.length;
   const result: LatencyResult = {
     targetEventsPerSecond: rate,
     seconds,
@@ -375,13 +400,23 @@ async function latencyPhase(
     expected,
     delivered: delivered.length,
     feedFailures: events.length - ok.length,
-    fromCommitMs: percentiles(delivered.map((d) => d.arrival.at - d.sent.answeredAt)),
-    fromSendMs: percentiles(delivered.map((d) => d.arrival.at - d.sent.sentAt)),
+    fromCommitMs: percentiles(
+      delivered.map((d) => d.arrival.at - d.sent.answeredAt),
+      missing,
+    ),
+    fromSendMs: percentiles(
+      delivered.map((d) => d.arrival.at - d.sent.sentAt),
+      missing,
+    ),
     fromTxStartMs: percentiles(
       delivered.filter((d) => Number.isFinite(d.txStartMs)).map((d) => d.arrival.wall - d.txStartMs),
+      missing,
     ),
     commitToPublishMs: percentiles(delivered.map((d) => d.publishedMs - d.sent.answeredWall)),
-    publishToArrivalMs: percentiles(delivered.map((d) => d.arrival.wall - d.publishedMs)),
+    publishToArrivalMs: percentiles(
+      delivered.map((d) => d.arrival.wall - d.publishedMs),
+      missing,
+    ),
     feedAnswerMs: percentiles(ok.map((e) => e.answeredAt - e.sentAt)),
     complete,
   };
@@ -397,6 +432,7 @@ async function burstPhase(
 ): Promise<{ result: BurstResult; delivered: Delivered[] }> {
   const phase = `${name}/burst`;
   const from = receiver.arrivals.length;
+  const handshakes = receiver.tlsConnections();
   const before = await snapshot(probe);
   const feedStart = performance.now();
   await feed.burst(phase, count, settings.feedConcurrency);
@@ -424,6 +460,7 @@ async function burstPhase(
     expected,
     delivered: delivered.length,
     duplicates,
+    newTlsConnections: receiver.tlsConnections() - handshakes,
     feedFailures: events.length - ok.length,
     feedSeconds: round((feedEnd - feedStart) / 1000, 2),
     feedEventsPerSecond: round(events.length / ((feedEnd - feedStart) / 1000)),
@@ -519,7 +556,13 @@ async function ceiling(
 async function measure(kind: DbKind, receiver: BenchReceiver): Promise<WebhookRunResult> {
   const loadStart = loadavg();
   const date = new Date().toISOString();
-  const burstEvents = args.events ? positive('events', args.events) : DEFAULT_EVENTS[kind];
+  const defaults = DEFAULTS[kind];
+  const burstEvents = args.events ? positive('events', args.events) : defaults.events;
+  const latencySeconds = args['latency-seconds']
+    ? positive('latency-seconds', args['latency-seconds'])
+    : defaults.latencySeconds;
+  /** A second, lower rate (0: none): the engine's latency when it is not saturated. */
+  const lowRate = args['low-rate'] === undefined ? defaults.lowRate : Number(args['low-rate']) || 0;
   let dataDir: string | null = null;
   let database: BenchDatabase;
   if (kind === 'postgres') {
@@ -536,13 +579,13 @@ async function measure(kind: DbKind, receiver: BenchReceiver): Promise<WebhookRu
   const profileDir = args.profile ? resolve(args.profile) : undefined;
   if (profileDir) await mkdir(profileDir, { recursive: true });
 
-  const workerCounts =
-    kind === 'postgres' ? args.workers.split(',').map((w) => Number(w)) : [0];
+  const workerCounts = kind === 'postgres' ? args.workers.split(',').map((w) => Number(w)) : [0];
   const serve = await startServe(ROOT, s, profileDir);
+  running.add(serve);
   const workers: Child[] = [];
   let pgClient: pg.Client | null = null;
   const configurations: ConfigurationResult[] = [];
-  let captures: Delivered[] = [];
+  const skipped: string[] = [];
   let feed: Feed | null = null;
   try {
     if (kind === 'postgres') {
@@ -558,22 +601,35 @@ async function measure(kind: DbKind, receiver: BenchReceiver): Promise<WebhookRu
       dbName: decodeURIComponent(new URL(args['database-url']).pathname.slice(1)),
     };
     log(`${kind}: service up, ${settings.webhooks} webhooks on ${receiver.origin}; warming up`);
-    await warmUp(receiver, feed, 'warm-up', 100);
+    await warmUp(receiver, feed, 'warm-up', defaults.warmUp);
 
+    const deadline = performance.now() + defaults.budgetSeconds * 1000;
     for (const count of workerCounts) {
-      while (workers.length < count) workers.push(await startWorkerProcess(ROOT, s, profileDir));
+      if (configurations.length > 0 && performance.now() > deadline) {
+        skipped.push(count === 0 ? 'serve (embedded worker)' : `serve + ${count} svc workers`);
+        log(`${kind}: time budget spent, skipping the configuration with ${count} svc workers`);
+        continue;
+      }
+      while (workers.length < count) {
+        const w = await startWorkerProcess(ROOT, s, profileDir);
+        running.add(w);
+        workers.push(w);
+      }
       while (workers.length > count) await workers.pop()?.stop();
-      if (count > 0) await warmUp(receiver, feed, `warm-up-${count}`, 50);
+      if (count > 0) await warmUp(receiver, feed, `warm-up-${count}`, defaults.warmUp);
       const name = count === 0 ? 'embedded' : `workers-${count}`;
       const label =
         count === 0 ? 'serve (embedded worker)' : `serve + ${count} svc worker${count > 1 ? 's' : ''}`;
       const deliveryWorkers = count + 1;
-      const inFlightLimit = Math.min(deliveryWorkers * settings.concurrency, settings.webhooks * settings.perWebhook);
+      const inFlightLimit = Math.min(
+        deliveryWorkers * settings.concurrency,
+        settings.webhooks * settings.perWebhook,
+      );
       await sleep(500);
       const latencies: LatencyResult[] = [];
       for (const [rate, seconds] of [
-        [settings.rate, settings.latencySeconds],
-        [settings.lowRate, settings.lowSeconds],
+        [settings.rate, latencySeconds],
+        [lowRate, settings.lowSeconds],
       ] as const) {
         if (rate <= 0) continue;
         const { result } = await latencyPhase(name, receiver, feed, rate, seconds);
@@ -591,7 +647,13 @@ async function measure(kind: DbKind, receiver: BenchReceiver): Promise<WebhookRu
         `${kind} ${label}: burst ${burst.result.delivered}/${burst.result.expected} deliveries, ` +
           `${burst.result.deliveriesPerSecond}/s (feed ${burst.result.feedEventsPerSecond} events/s)`,
       );
-      captures = burst.delivered;
+      // The ceiling right away, with the service idle, so both see the same machine.
+      const ceilingResult = await ceiling(receiver, burst.delivered.slice(-2000), inFlightLimit);
+      log(
+        `${kind} ${label}: ceiling at ${inFlightLimit} in flight: ${ceilingResult.requestsPerSecond} req/s`,
+      );
+      const share = (x: number) =>
+        ceilingResult.requestsPerSecond > 0 ? round(x / ceilingResult.requestsPerSecond, 3) : 0;
       configurations.push({
         name,
         label,
@@ -601,7 +663,9 @@ async function measure(kind: DbKind, receiver: BenchReceiver): Promise<WebhookRu
         latency: latencies[0] as LatencyResult,
         lowRateLatency: latencies[1] ?? null,
         burst: burst.result,
-        ofCeiling: 0,
+        ceiling: ceilingResult,
+        ofCeiling: share(burst.result.deliveriesPerSecond),
+        afterFeedOfCeiling: burst.result.afterFeed ? share(burst.result.afterFeed.deliveriesPerSecond) : null,
       });
     }
   } finally {
@@ -609,20 +673,10 @@ async function measure(kind: DbKind, receiver: BenchReceiver): Promise<WebhookRu
     await pgClient?.end();
     for (const w of workers) await w.stop();
     await serve.stop();
+    for (const c of [serve, ...workers]) running.delete(c);
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   }
 
-  // The service is stopped: the ceiling has the machine the delivery engine had.
-  const ceilings: CeilingResult[] = [];
-  for (const c of new Set(configurations.map((x) => x.inFlightLimit))) {
-    const result = await ceiling(receiver, captures.slice(-2000), c);
-    log(`${kind}: ceiling at ${c} in flight: ${result.requestsPerSecond} req/s`);
-    ceilings.push(result);
-  }
-  for (const c of configurations) {
-    const base = ceilings.find((x) => x.concurrency === c.inFlightLimit)?.requestsPerSecond ?? 0;
-    c.ofCeiling = base > 0 ? Math.round((c.burst.deliveriesPerSecond / base) * 1000) / 1000 : 0;
-  }
   return {
     benchmark: 'webhook-delivery',
     db: kind,
@@ -635,23 +689,32 @@ async function measure(kind: DbKind, receiver: BenchReceiver): Promise<WebhookRu
       feedConcurrency: settings.feedConcurrency,
       burstEvents,
       latencyEventsPerSecond: settings.rate,
-      latencySeconds: settings.latencySeconds,
-      lowEventsPerSecond: settings.lowRate,
+      latencySeconds,
+      waitMs: settings.waitMs,
+      lowEventsPerSecond: lowRate,
       lowSeconds: settings.lowSeconds,
       workerConcurrency: settings.concurrency,
       concurrencyPerWebhook: settings.perWebhook,
       webhookTimeoutMs: DEFAULT_TIMEOUT_MS,
     },
     configurations,
-    ceilings,
+    skipped,
     targets: evaluateTargets(configurations),
   };
 }
 
 async function main(): Promise<void> {
   const kinds: DbKind[] =
-    args.db === 'both' ? ['postgres', 'pglite'] : args.db === 'postgres' || args.db === 'pglite' ? [args.db] : [];
+    args.db === 'both'
+      ? ['postgres', 'pglite']
+      : args.db === 'postgres' || args.db === 'pglite'
+        ? [args.db]
+        : [];
   if (kinds.length === 0) throw new Error('--db must be postgres, pglite or both');
+  if (args['report-only']) {
+    await writeSection();
+    return;
+  }
   if (!args['skip-build']) {
     const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
     if (build.status !== 0) throw new Error('npm run build failed');
@@ -674,13 +737,27 @@ async function main(): Promise<void> {
     process.stdout.write(`${results.map(renderRun).join('\n\n')}\n`);
     return;
   }
+  await writeSection();
+  process.stdout.write(`${results.map(renderRun).join('\n\n')}\n`);
+}
+
+/** The "Webhook delivery" section of BENCHMARKS.md from the newest results and the analysis. */
+async function writeSection(): Promise<void> {
   const latest = await latestWebhookResults(RESULTS, await readdir(RESULTS));
   const analysis = await readFile(join(ROOT, 'bench', 'webhooks-analysis.md'), 'utf8').catch(() => '');
-  const section = renderSection(latest, analysis);
   const file = join(ROOT, 'BENCHMARKS.md');
   const current = await readFile(file, 'utf8').catch(() => '# Benchmarks\n');
-  await writeFile(file, withSection(current, section));
-  process.stdout.write(`${results.map(renderRun).join('\n\n')}\n`);
+  await writeFile(file, withSection(current, renderSection(latest, analysis)));
+  log(`updated the "Webhook delivery" section of ${file}`);
+}
+
+/** The service's processes, stopped (by their pids) when the run is interrupted. */
+const running = new Set<Child>();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    log(`${signal}: stopping ${running.size} service processes`);
+    void Promise.all([...running].map((c) => c.stop())).finally(() => process.exit(130));
+  });
 }
 
 main().catch((error) => {

@@ -25,6 +25,8 @@ export interface BenchReceiver {
   origin: string;
   caFile: string;
   arrivals: Arrival[];
+  /** TLS handshakes completed so far (new connections). */
+  tlsConnections(): number;
   /** Resolves when `done()` holds (checked on each arrival and every 50 ms), or false after `timeoutMs`. */
   until(done: () => boolean, timeoutMs: number): Promise<boolean>;
   close(): Promise<void>;
@@ -39,6 +41,10 @@ export async function startBenchReceiver(root: string): Promise<BenchReceiver> {
     key: readFileSync(join(tls, 'server-key.pem')),
     cert: readFileSync(join(tls, 'server.pem')),
     keepAliveTimeout: 60_000,
+  });
+  let handshakes = 0;
+  server.on('secureConnection', () => {
+    handshakes += 1;
   });
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
@@ -72,6 +78,7 @@ export async function startBenchReceiver(root: string): Promise<BenchReceiver> {
     origin,
     caFile: join(tls, 'ca.pem'),
     arrivals,
+    tlsConnections: () => handshakes,
     until(done, timeoutMs) {
       return new Promise((resolve) => {
         const finish = (value: boolean) => {

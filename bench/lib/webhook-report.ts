@@ -8,11 +8,12 @@ import { join } from 'node:path';
 
 export type DbKind = 'postgres' | 'pglite';
 
+/** null: beyond the wait (a delivery that had not arrived when the phase stopped waiting). */
 export interface Percentiles {
-  p50: number;
-  p90: number;
-  p99: number;
-  max: number;
+  p50: number | null;
+  p90: number | null;
+  p99: number | null;
+  max: number | null;
 }
 
 export interface CpuShare {
@@ -27,6 +28,8 @@ export interface BurstResult {
   expected: number;
   delivered: number;
   duplicates: number;
+  /** TLS handshakes the receiver completed during the burst: connections the senders opened. */
+  newTlsConnections: number;
   feedFailures: number;
   feedSeconds: number;
   feedEventsPerSecond: number;
@@ -78,8 +81,12 @@ export interface ConfigurationResult {
   /** The same at a rate the service sustains, for reference (no target). */
   lowRateLatency: LatencyResult | null;
   burst: BurstResult;
-  /** Burst deliveries/s over the ceiling's requests/s at the same concurrency. */
+  /** The ceiling measured right after this configuration's burst, at its in-flight limit. */
+  ceiling: CeilingResult;
+  /** Burst deliveries/s over the ceiling's requests/s. */
   ofCeiling: number;
+  /** Deliveries/s after the feed ended over the ceiling's requests/s. */
+  afterFeedOfCeiling: number | null;
 }
 
 export interface CeilingResult {
@@ -113,6 +120,8 @@ export interface WebhookRunResult {
     burstEvents: number;
     latencyEventsPerSecond: number;
     latencySeconds: number;
+    /** How long a phase waits for its deliveries after its last feed write answered. */
+    waitMs: number;
     lowEventsPerSecond: number;
     lowSeconds: number;
     workerConcurrency: number;
@@ -120,21 +129,29 @@ export interface WebhookRunResult {
     webhookTimeoutMs: number;
   };
   configurations: ConfigurationResult[];
-  ceilings: CeilingResult[];
+  /** Configurations not run because the run's time budget was spent. */
+  skipped: string[];
   targets: Target[];
 }
 
 const pct = (x: number) => `${Math.round(x * 1000) / 10}%`;
 const int = (n: number) => Math.round(n).toLocaleString('en');
-const ms = (n: number) => (n >= 100 ? String(Math.round(n)) : String(Math.round(n * 10) / 10));
-const num = (n: number | null, digits = 2) => (n === null ? '-' : String(Math.round(n * 10 ** digits) / 10 ** digits));
+let waitLabel = 'the wait';
+const ms = (n: number | null) =>
+  n === null ? `> ${waitLabel}` : n >= 100 ? String(Math.round(n)) : String(Math.round(n * 10) / 10);
+const num = (n: number | null, digits = 2) =>
+  n === null ? '-' : String(Math.round(n * 10 ** digits) / 10 ** digits);
 const mark = (met: boolean | null) => (met === null ? 'not measured' : met ? 'met' : 'MISSED');
 
-export function percentiles(values: number[]): Percentiles {
+/** `missing` values never arrived: they count as larger than every measured one. */
+export function percentiles(values: number[], missing = 0): Percentiles {
   const sorted = [...values].sort((a, b) => a - b);
-  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0;
-  const round = (x: number) => Math.round(x * 10) / 10;
-  return { p50: round(at(0.5)), p90: round(at(0.9)), p99: round(at(0.99)), max: round(sorted.at(-1) ?? 0) };
+  const n = sorted.length + missing;
+  const at = (p: number) => {
+    const i = Math.min(n - 1, Math.floor(p * n));
+    return i < sorted.length ? Math.round((sorted[i] as number) * 10) / 10 : null;
+  };
+  return { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: at(1) };
 }
 
 export const RATIO_GOAL = 0.5;
@@ -153,13 +170,13 @@ export function evaluateTargets(configurations: ConfigurationResult[]): Target[]
       name: `${c.label}: p50 commit to arrival at ${c.latency.targetEventsPerSecond} events/s`,
       goal: `<= ${P50_GOAL_MS} ms`,
       value: `${ms(c.latency.fromCommitMs.p50)} ms`,
-      met: c.latency.complete ? c.latency.fromCommitMs.p50 <= P50_GOAL_MS : false,
+      met: c.latency.fromCommitMs.p50 !== null && c.latency.fromCommitMs.p50 <= P50_GOAL_MS,
     },
     {
       name: `${c.label}: p99 commit to arrival at ${c.latency.targetEventsPerSecond} events/s`,
       goal: `<= ${P99_GOAL_MS} ms`,
       value: `${ms(c.latency.fromCommitMs.p99)} ms`,
-      met: c.latency.complete ? c.latency.fromCommitMs.p99 <= P99_GOAL_MS : false,
+      met: c.latency.fromCommitMs.p99 !== null && c.latency.fromCommitMs.p99 <= P99_GOAL_MS,
     },
   ]);
 }
@@ -174,12 +191,10 @@ const NAMES: Record<DbKind, string> = { postgres: 'PostgreSQL', pglite: 'Embedde
 
 export function renderRun(r: WebhookRunResult): string {
   const s = r.settings;
+  waitLabel = `${Math.round(s.waitMs / 1000)} s`;
   const when = `${r.date.slice(0, 16).replace('T', ' ')} UTC`;
   const m = r.machine;
   const load = (l: number[]) => l.map((x) => x.toFixed(1)).join(' / ');
-  const ceilingOf = (c: ConfigurationResult) => r.ceilings.find((x) => x.concurrency === c.inFlightLimit);
-  const ceilingRate = (c: ConfigurationResult) => ceilingOf(c)?.requestsPerSecond ?? 0;
-  const share = (x: number, c: ConfigurationResult) => (ceilingRate(c) > 0 ? pct(x / ceilingRate(c)) : '-');
   const throughput = r.configurations.map((c) => {
     const b = c.burst;
     const after = b.afterFeed;
@@ -187,7 +202,8 @@ export function renderRun(r: WebhookRunResult): string {
       `| ${c.label} | ${c.inFlightLimit} | ${int(b.events)} | ${int(b.delivered)}${b.complete ? '' : ` of ${int(b.expected)}`} | ` +
       `${int(b.feedEventsPerSecond)} | **${int(b.deliveriesPerSecond)}** | **${pct(c.ofCeiling)}** | ` +
       `${after ? `${int(after.deliveriesPerSecond)} (${int(after.deliveries)} in ${after.seconds} s)` : '-'} | ` +
-      `${after ? share(after.deliveriesPerSecond, c) : '-'} | ${int(ceilingRate(c))} | ${b.duplicates} |`
+      `${c.afterFeedOfCeiling === null ? '-' : pct(c.afterFeedOfCeiling)} | ${int(c.ceiling.requestsPerSecond)} | ` +
+      `${b.newTlsConnections} | ${b.duplicates} |`
     );
   });
   const cpu = (x: CpuShare) => `${num(x.serve)} / ${num(x.workers)} / ${num(x.postgres)}`;
@@ -209,9 +225,9 @@ export function renderRun(r: WebhookRunResult): string {
     latencyRow(c, c.latency),
     ...(c.lowRateLatency ? [latencyRow(c, c.lowRateLatency)] : []),
   ]);
-  const ceilings = r.ceilings.map(
-    (c) =>
-      `| ${c.concurrency} | ${int(c.requestsPerSecond)} | ${ms(c.latencyMs.p50)} | ${ms(c.latencyMs.p99)} | ` +
+  const ceilings = r.configurations.map(
+    ({ label, ceiling: c }) =>
+      `| after ${label} | ${c.concurrency} | ${int(c.requestsPerSecond)} | ${ms(c.latencyMs.p50)} | ${ms(c.latencyMs.p99)} | ` +
       `${int(c.bodies)} bodies of ${int(c.bodyBytes)} B (mean) | ${c.failures} |`,
   );
   const targets = r.targets.map((t) => `| ${t.name} | ${t.goal} | ${t.value} | ${mark(t.met)} |`);
@@ -228,8 +244,8 @@ export function renderRun(r: WebhookRunResult): string {
     '',
     'Throughput (burst; "of ceiling" against the ceiling at the same in-flight limit):',
     '',
-    '| Configuration | in flight max | events | deliveries | feed events/s | deliveries/s, first to last arrival | of ceiling | after the feed ended: deliveries/s (n) | of ceiling | ceiling req/s | duplicates |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| Configuration | in flight max | events | deliveries | feed events/s | deliveries/s, first to last arrival | of ceiling | after the feed ended: deliveries/s (n) | of ceiling | ceiling req/s | new TLS connections | duplicates |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...throughput,
     '',
     'Cost per delivery: CPU ms of serve / svc workers / PostgreSQL backends, and PostgreSQL transactions, over the whole burst (feed writes included) and over the drain after the feed ended:',
@@ -242,16 +258,18 @@ export function renderRun(r: WebhookRunResult): string {
       '"from tx start": arrival minus the booking\'s created_at, i.e. now() of the feed transaction, an upper bound; ' +
       `"answer to publish" is negative when the PUT's answer reached the client after the event was already published). ` +
       `The target rate is ${s.latencyEventsPerSecond} events/s (${s.latencyEventsPerSecond * s.webhooks} deliveries/s) for ${s.latencySeconds} s` +
-      (s.lowEventsPerSecond > 0 ? `; ${s.lowEventsPerSecond} events/s for ${s.lowSeconds} s is shown for reference.` : '.'),
+      (s.lowEventsPerSecond > 0
+        ? `; ${s.lowEventsPerSecond} events/s for ${s.lowSeconds} s is shown for reference.`
+        : '.'),
     '',
     '| Configuration | events/s | deliveries | p50 | p90 | p99 | max | from tx start p50 / p99 | from send p50 / p99 | answer to publish p50 / p99 | publish to arrival p50 / p99 | feed PUT p50 / p99 |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...latency,
     '',
-    'Ceiling (plain undici Pool, own process, same bodies and headers, same receiver):',
+    "Ceiling (plain undici Pool in its own process, the burst's delivered requests, same receiver, measured right after each burst with the service idle):",
     '',
-    '| concurrency | req/s | p50 ms | p99 ms | bodies | failures |',
-    '|---:|---:|---:|---:|---|---:|',
+    '| Measured | concurrency | req/s | p50 ms | p99 ms | bodies | failures |',
+    '|---|---:|---:|---:|---:|---|---:|',
     ...ceilings,
     '',
     r.db === 'postgres' ? 'Targets:' : 'The targets are set for PostgreSQL; shown here for comparison only:',
@@ -259,6 +277,7 @@ export function renderRun(r: WebhookRunResult): string {
     '| Target | Goal | Measured | |',
     '|---|---|---|---|',
     ...targets,
+    ...(r.skipped.length > 0 ? ['', `Not run (time budget spent): ${r.skipped.join(', ')}.`] : []),
   ].join('\n');
 }
 

@@ -59,7 +59,8 @@ export function startServe(root: string, s: ServiceEnv, profileDir?: string): Pr
     cwd: root,
     env: s.env,
     ready: async () =>
-      (await fetch(`${s.operatorUrl}/healthz`, { headers: { authorization: `Bearer ${s.operatorToken}` } })).ok,
+      (await fetch(`${s.operatorUrl}/healthz`, { headers: { authorization: `Bearer ${s.operatorToken}` } }))
+        .ok,
   });
 }
 
