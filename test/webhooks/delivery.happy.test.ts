@@ -100,6 +100,14 @@ describe('delivery of booking events', () => {
       deliveries.map((d) => d.id).sort(),
       [first, second].map((r) => r.headers['x-svc-delivery']).sort(),
     );
+    // The booking kept for the bodies (personal data) goes once every delivery of the event is final.
+    const kept = () =>
+      svc.db.query('SELECT 1 FROM event_payloads WHERE event_id = ANY ($1::uuid[])', [
+        [created1.id, cancelled.id],
+      ]);
+    const deadline = Date.now() + 5000;
+    while ((await kept()).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.equal((await kept()).length, 0);
     const metrics = (await svc.op('GET', '/metrics')).text;
     assert.match(metrics, /svc_webhook_attempts_total\{outcome="succeeded"\} [1-9]/);
     assert.match(metrics, /svc_webhook_lag_seconds_count [1-9]/);

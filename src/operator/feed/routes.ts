@@ -1,5 +1,6 @@
 // The platform feed: how the booking platform pushes its catalogue and bookings into the service.
 // Handlers are thin: path ids, one transaction around the service function, the status code.
+import type { FastifyBaseLogger } from 'fastify';
 import { type TSchema, Type } from 'typebox';
 import type { Db, Queryable } from '../../db/db.js';
 import { publishEvents } from '../../delivery/publish.js';
@@ -35,9 +36,10 @@ function pathIds(params: { id: string; rid: string }): [string, string] {
  * After the commit the events it wrote are published at once, so the platform's write is in the
  * event log by the time it is answered (workers would publish it within moments anyway).
  */
-async function inTx<T>(db: Db, fn: (q: Queryable) => Promise<T>): Promise<T> {
+async function inTx<T>(db: Db, fn: (q: Queryable) => Promise<T>, log: FastifyBaseLogger): Promise<T> {
   const result = await db.tx(fn).catch(constraintToClientError);
-  await publishEvents(db);
+  // The write has committed: a failure to publish now is the workers' to make good, not a 500.
+  await publishEvents(db).catch((error) => log.warn({ err: error }, 'events left to the workers to publish'));
   return result;
 }
 
@@ -62,12 +64,12 @@ export function feedRoutes(app: App, deps: OperatorDeps): void {
     const url = `/organizations/:id/${path}/:rid`;
     app.put(url, upsertSchema(body, row), async (request, reply) => {
       const [organizationId, id] = pathIds(request.params as { id: string; rid: string });
-      const written = await inTx(db, (q) => upsert(q, organizationId, id, request.body as B));
+      const written = await inTx(db, (q) => upsert(q, organizationId, id, request.body as B), request.log);
       return reply.code(written.created ? 201 : 200).send(written.row);
     });
     app.delete(url, deleteSchema, async (request) => {
       const [organizationId, id] = pathIds(request.params);
-      await inTx(db, (q) => remove(q, organizationId, id));
+      await inTx(db, (q) => remove(q, organizationId, id), request.log);
       return { deleted: true as const };
     });
   };
@@ -82,7 +84,7 @@ export function feedRoutes(app: App, deps: OperatorDeps): void {
     { schema: { params: Params, body: BookingPatch, response: { 200: BookingRecord } } },
     async (request) => {
       const [organizationId, id] = pathIds(request.params);
-      return inTx(db, (q) => patchBooking(q, organizationId, id, request.body));
+      return inTx(db, (q) => patchBooking(q, organizationId, id, request.body), request.log);
     },
   );
 }
