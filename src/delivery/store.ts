@@ -121,8 +121,9 @@ export interface Recorded {
 }
 
 /**
- * Records an attempt's outcome, only if this worker still holds the lease. A success resets the
- * webhook's failure count; each failure adds one, and the hundredth in a row deactivates it.
+ * Records an attempt's outcome, only if this worker still holds the lease, in one statement. A
+ * success resets the webhook's failure count; each failure adds one, and the hundredth in a row
+ * deactivates it.
  * Returns whether the webhook was deactivated by this failure, or null when the lease was lost.
  */
 export async function recordOutcome(
@@ -141,7 +142,15 @@ export async function recordOutcome(
          attempt = CASE WHEN $9 THEN attempt ELSE attempt - 1 END,
          lease_until = NULL, lease_token = NULL
        WHERE id = $1 AND lease_token = $2 AND status = 'delivering'
-       RETURNING webhook_id
+       RETURNING webhook_id, event_id
+     ), p AS (
+       -- The last final delivery of an event drops the booking kept for its bodies. (The statement
+       -- sees this delivery as it was, so it is left out of the check.)
+       DELETE FROM event_payloads
+       WHERE $3 <> 'failed' AND event_id = (SELECT event_id FROM d)
+         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o
+                         WHERE o.event_id = event_payloads.event_id AND o.id <> $1
+                           AND o.status IN ('pending', 'delivering', 'failed'))
      ), w AS (
        UPDATE webhooks SET
          consecutive_failures = CASE WHEN $3 = 'succeeded' THEN 0 ELSE consecutive_failures + 1 END,

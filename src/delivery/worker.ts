@@ -151,7 +151,6 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       metrics?.disabled.inc();
       logger.warn({ webhook: claimed.webhook_id }, 'webhook deactivated after 100 consecutive failures');
     }
-    if (recorded.status !== 'failed') await dropFinishedPayloads(db, claimed.event_id);
   }
 
   function send(claimed: Claimed): Promise<AttemptResult> {
