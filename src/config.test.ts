@@ -47,6 +47,7 @@ describe('configuration', () => {
     assert.equal(config.masterKey, null);
     assert.equal(config.logLevel, 'info');
     assert.equal(config.trustProxy, false);
+    assert.equal(config.dbPoolWaitMs, 2000);
   });
 
   test('every variable is read', () => {
@@ -66,6 +67,7 @@ describe('configuration', () => {
       SVC_LOG_LEVEL: 'warn',
       SVC_AUTH_CACHE_TTL_MS: '0',
       SVC_DB_STATEMENT_TIMEOUT_MS: '2500',
+      SVC_DB_POOL_WAIT_MS: '700',
       SVC_REQUEST_TIMEOUT_MS: '9000',
       SVC_TRUST_PROXY: 'true',
       SVC_RATE_WINDOW_MS: '1000',
@@ -94,6 +96,7 @@ describe('configuration', () => {
         logLevel: 'warn',
         authCacheTtlMs: 0,
         statementTimeoutMs: 2500,
+        dbPoolWaitMs: 700,
         requestTimeoutMs: 9000,
         trustProxy: true,
         rateLimits: { windowMs: 1000, perKey: 5, perOrganization: 8, perEndpoint: 3, authFailuresPerIp: 4 },

@@ -28,6 +28,8 @@ export interface Config {
   authCacheTtlMs: number;
   /** A query running longer is cancelled by PostgreSQL (the request answers 500 internal). */
   statementTimeoutMs: number;
+  /** How long a query may wait for a pooled connection before the request answers 500. */
+  dbPoolWaitMs: number;
   /** A request not received whole within this time is dropped (slow clients, slowloris). */
   requestTimeoutMs: number;
   trustProxy: boolean;
@@ -102,6 +104,7 @@ export function loadConfig(env: Env = process.env): Config {
     ),
     authCacheTtlMs: int(env, 'SVC_AUTH_CACHE_TTL_MS', 5000, 0, 60_000),
     statementTimeoutMs: int(env, 'SVC_DB_STATEMENT_TIMEOUT_MS', 15_000, 100, 600_000),
+    dbPoolWaitMs: int(env, 'SVC_DB_POOL_WAIT_MS', 2000, 50, 60_000),
     requestTimeoutMs: int(env, 'SVC_REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000),
     trustProxy: bool(env, 'SVC_TRUST_PROXY', false),
     rateLimits: {

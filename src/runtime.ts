@@ -15,9 +15,15 @@ import { createRedisStore } from './ratelimit/redis.js';
 import type { RateLimitStore } from './ratelimit/store.js';
 import { newMasterKey } from './security/secrets.js';
 
-export async function openDatabase(config: Config): Promise<Db> {
+export async function openDatabase(config: Config, logger = createLogger(config.logLevel)): Promise<Db> {
   if (config.databaseUrl) {
-    return createPostgresDb({ url: config.databaseUrl, statementTimeoutMs: config.statementTimeoutMs });
+    return createPostgresDb({
+      url: config.databaseUrl,
+      statementTimeoutMs: config.statementTimeoutMs,
+      connectionTimeoutMs: config.dbPoolWaitMs,
+      onIdleError: (error) =>
+        logger.warn({ err: error }, 'an idle database connection broke; the pool drops it'),
+    });
   }
   await mkdir(config.dataDir, { recursive: true });
   return createPgliteDb(join(config.dataDir, 'pglite'));

@@ -54,6 +54,10 @@ function toAppError(error: FastifyError): AppError | null {
       return new AppError('validation_error', { field: 'body' }, 'El cuerpo no es JSON válido.');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new AppError('validation_error', { field: 'body' }, 'Content-Length no coincide con el cuerpo.');
+    // The request outlived SVC_REQUEST_TIMEOUT_MS (a stalled database, most likely). The contract
+    // has no 503: an unforeseen failure is 500 internal, which clients retry with back-off.
+    case 'FST_ERR_HANDLER_TIMEOUT':
+      return new AppError('internal');
   }
   // The JSON parser's own syntax errors (and prototype-poisoning refusals) are 400s.
   if (error instanceof SyntaxError || error.statusCode === 400) {
@@ -90,6 +94,9 @@ export function createHttpApp(options: KitOptions): App {
     bodyLimit: BODY_LIMIT,
     trustProxy: options.trustProxy ?? false,
     requestTimeout: options.requestTimeoutMs ?? 0,
+    // The same bound from the moment the headers are read to the answer, hooks, body and handler
+    // included: a request waiting on a stalled database answers 500 instead of hanging.
+    ...(options.requestTimeoutMs ? { handlerTimeout: options.requestTimeoutMs } : {}),
     exposeHeadRoutes: false,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // A path the router cannot even read (bad percent-encoding, a path id longer than any id)

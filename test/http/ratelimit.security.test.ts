@@ -151,7 +151,8 @@ describe('headers', () => {
     }
     await expectOk(await svc.op('PATCH', `/organizations/${t.organization.id}`, { api_enabled: true }));
     const second = await newKey(t.integration.id);
-    for (const path of ['/open', '/spare', '/things', '/things/1']) assert.equal((await get(path, second)).status, 200);
+    for (const path of ['/open', '/spare', '/things', '/things/1'])
+      assert.equal((await get(path, second)).status, 200);
     await admitted(get('/open', second), 0); // key 0; the organization would have refused at 4
   });
 
