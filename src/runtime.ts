@@ -55,6 +55,8 @@ function createLimiter(config: Config, logger: Deps['logger'], now: () => number
     fallback: createMemoryStore(now),
     onFallback: (error) =>
       logger.error({ err: error }, 'Redis unreachable: rate limits are per process until it is back'),
+    onRecovery: (downMs) =>
+      logger.warn({ down_ms: downMs }, 'Redis answers again: rate limits are shared again'),
   });
 }
 
