@@ -7,6 +7,7 @@ import { buildPublicApp, PUBLIC_PREFIX } from './apps/public.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { migrate } from './db/migrate.js';
 import { prepareDemo, printDemoBanner } from './demo/demo.js';
+import { httpStoppable, shutdown } from './lifecycle.js';
 import { startMaintenance } from './maintenance.js';
 import { createDeps, openDatabase } from './runtime.js';
 
@@ -63,8 +64,11 @@ async function serve(args: string[]): Promise<number> {
     process.once('SIGTERM', stop);
   });
   maintenance.stop();
-  await api.close();
-  await operator.close();
+  await shutdown(
+    [httpStoppable('public API', api), httpStoppable('operator API', operator)],
+    cfg.shutdownGraceMs,
+    deps.logger,
+  );
   await deps.limiter.close();
   await db.close();
   return 0;

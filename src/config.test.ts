@@ -48,6 +48,7 @@ describe('configuration', () => {
     assert.equal(config.logLevel, 'info');
     assert.equal(config.trustProxy, false);
     assert.equal(config.dbPoolWaitMs, 2000);
+    assert.equal(config.shutdownGraceMs, 10_000);
   });
 
   test('every variable is read', () => {
@@ -69,6 +70,7 @@ describe('configuration', () => {
       SVC_DB_STATEMENT_TIMEOUT_MS: '2500',
       SVC_DB_POOL_WAIT_MS: '700',
       SVC_REQUEST_TIMEOUT_MS: '9000',
+      SVC_SHUTDOWN_GRACE_MS: '2500',
       SVC_TRUST_PROXY: 'true',
       SVC_RATE_WINDOW_MS: '1000',
       SVC_RATE_PER_KEY: '5',
@@ -98,6 +100,7 @@ describe('configuration', () => {
         statementTimeoutMs: 2500,
         dbPoolWaitMs: 700,
         requestTimeoutMs: 9000,
+        shutdownGraceMs: 2500,
         trustProxy: true,
         rateLimits: { windowMs: 1000, perKey: 5, perOrganization: 8, perEndpoint: 3, authFailuresPerIp: 4 },
         eventRetentionDays: 90,

@@ -32,6 +32,8 @@ export interface Config {
   dbPoolWaitMs: number;
   /** A request not received whole within this time is dropped (slow clients, slowloris). */
   requestTimeoutMs: number;
+  /** After SIGTERM, how long requests in flight (and later, jobs) may take before they are cut. */
+  shutdownGraceMs: number;
   trustProxy: boolean;
   rateLimits: RateLimitConfig;
   eventRetentionDays: number;
@@ -106,6 +108,7 @@ export function loadConfig(env: Env = process.env): Config {
     statementTimeoutMs: int(env, 'SVC_DB_STATEMENT_TIMEOUT_MS', 15_000, 100, 600_000),
     dbPoolWaitMs: int(env, 'SVC_DB_POOL_WAIT_MS', 2000, 50, 60_000),
     requestTimeoutMs: int(env, 'SVC_REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000),
+    shutdownGraceMs: int(env, 'SVC_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     trustProxy: bool(env, 'SVC_TRUST_PROXY', false),
     rateLimits: {
       windowMs: int(env, 'SVC_RATE_WINDOW_MS', 60_000, 1000),
