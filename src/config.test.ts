@@ -110,6 +110,29 @@ describe('configuration', () => {
     );
   });
 
+  test('SVC_TRUST_PROXY: false, true, a hop count or a list of addresses and CIDR ranges', () => {
+    assert.equal(loadConfig({ SVC_TRUST_PROXY: 'false' }).trustProxy, false);
+    assert.equal(loadConfig({ SVC_TRUST_PROXY: 'true' }).trustProxy, true);
+    assert.equal(loadConfig({ SVC_TRUST_PROXY: '2' }).trustProxy, 2);
+    assert.deepEqual(loadConfig({ SVC_TRUST_PROXY: '10.0.0.0/8, 192.0.2.1,fd00::/8' }).trustProxy, [
+      '10.0.0.0/8',
+      '192.0.2.1',
+      'fd00::/8',
+    ]);
+    for (const bad of [
+      'yes',
+      '0',
+      '21',
+      '10.0.0.0/33',
+      '10.0.0.0/8,',
+      'proxy.internal',
+      '1.5',
+      '10.0.0.0/8/1',
+    ]) {
+      assertRefused({ SVC_TRUST_PROXY: bad }, 'SVC_TRUST_PROXY');
+    }
+  });
+
   test('the operator URL follows the operator port when not given', () => {
     assert.equal(loadConfig({ SVC_OPERATOR_PORT: '9100' }).operatorUrl, 'http://127.0.0.1:9100');
   });

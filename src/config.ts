@@ -1,5 +1,6 @@
 // The only place that reads process.env. Every variable is validated at start and a bad one
 // stops the process with a message that names it.
+import { isIP } from 'node:net';
 
 export type Environment = 'live' | 'test';
 
@@ -34,7 +35,11 @@ export interface Config {
   requestTimeoutMs: number;
   /** After SIGTERM, how long requests in flight (and later, jobs) may take before they are cut. */
   shutdownGraceMs: number;
-  trustProxy: boolean;
+  /**
+   * Who may name the client in X-Forwarded-For: nobody (false), every hop (true), the last N
+   * hops, or the proxies at these addresses or CIDR ranges (Fastify's trustProxy).
+   */
+  trustProxy: boolean | number | string[];
   rateLimits: RateLimitConfig;
   eventRetentionDays: number;
   idempotencyRetentionHours: number;
@@ -69,8 +74,28 @@ function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], 
   return raw as T;
 }
 
-function bool(env: Env, name: string, fallback: boolean): boolean {
-  return oneOf(env, name, ['true', 'false'], fallback ? 'true' : 'false') === 'true';
+function isAddressOrRange(entry: string): boolean {
+  const [address = '', bits, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  if (bits === undefined) return true;
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+}
+
+function trustProxy(env: Env, name: string): boolean | number | string[] {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  if (/^\d+$/.test(raw)) return int(env, name, 0, 1, 20);
+  const entries = raw.split(',').map((e) => e.trim());
+  const bad = entries.find((e) => !isAddressOrRange(e));
+  if (bad !== undefined) {
+    throw new ConfigError(
+      name,
+      `must be false, a number of proxy hops, or a comma-separated list of proxy addresses or CIDR ranges; "${bad}" is none of these`,
+    );
+  }
+  return entries;
 }
 
 /** A master key is 32 bytes, given as 64 hex characters or as base64. */
@@ -109,7 +134,7 @@ export function loadConfig(env: Env = process.env): Config {
     dbPoolWaitMs: int(env, 'SVC_DB_POOL_WAIT_MS', 2000, 50, 60_000),
     requestTimeoutMs: int(env, 'SVC_REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000),
     shutdownGraceMs: int(env, 'SVC_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
-    trustProxy: bool(env, 'SVC_TRUST_PROXY', false),
+    trustProxy: trustProxy(env, 'SVC_TRUST_PROXY'),
     rateLimits: {
       windowMs: int(env, 'SVC_RATE_WINDOW_MS', 60_000, 1000),
       perKey: int(env, 'SVC_RATE_PER_KEY', 600, 1),

@@ -21,7 +21,8 @@ export const REQUEST_ID_HEADER = 'x-svc-request-id';
 
 export interface KitOptions {
   logger: FastifyBaseLogger;
-  trustProxy?: boolean;
+  /** Fastify's trustProxy: false, true, a hop count, or proxy addresses and CIDR ranges. */
+  trustProxy?: boolean | number | string[];
   /** Drop a request not received whole within this time (ms); 0 never. */
   requestTimeoutMs?: number;
   /** Names the application in metrics. */
@@ -62,6 +63,15 @@ function clientErrorAnswer(error: NodeJS.ErrnoException, socket: Socket): void {
     );
   }
   socket.destroy();
+}
+
+/**
+ * Fastify reads a hop count as "trust nobody" (it cannot tell a proxy from a client that wrote
+ * the header itself), so a count is given as the function it stands for: trust the last N hops.
+ * Safe only where clients reach the service through the proxies alone (docs/configuration.md).
+ */
+function trustProxyOption(value: boolean | number | string[]) {
+  return typeof value === 'number' ? (_address: string, hop: number) => hop < value : value;
 }
 
 /** How often Node looks for requests past their time-out: its default (30 s) would let one live 30 s more. */
@@ -123,7 +133,7 @@ export function createHttpApp(options: KitOptions): App {
     loggerInstance: options.logger,
     genReqId: newRequestId,
     bodyLimit: BODY_LIMIT,
-    trustProxy: options.trustProxy ?? false,
+    trustProxy: trustProxyOption(options.trustProxy ?? false),
     requestTimeout: options.requestTimeoutMs ?? 0,
     ...(options.requestTimeoutMs
       ? {
