@@ -15,8 +15,9 @@ const USAGE = `Usage: svc <command>
 
   serve [--demo]   public API (SVC_PORT, 8080) and operator API (SVC_OPERATOR_PORT, 8081)
                    --demo: seed the demo organization when missing and print a fresh API key
+                   (embedded database only, unless --allow-server-database)
   migrate          apply database migrations and exit
-  demo             seed the demo organization when missing and exit
+  demo             seed the demo organization when missing and exit (same rule)
   admin ...        client of the operator API (svc admin help)
 `;
 
@@ -29,9 +30,28 @@ function config(): Config {
   }
 }
 
+const DEMO_OPTIONS = { 'allow-server-database': { type: 'boolean', default: false } } as const;
+
+/**
+ * The demo reuses any organization with code 100, issues it a live key with every scope and can
+ * make organization 200 the executor of its bookings: harmless on the embedded database, a
+ * breach on a production one.
+ */
+function refuseDemoOnServer(cfg: Config, allowed: boolean): void {
+  if (cfg.databaseUrl && !allowed) {
+    throw new Error(
+      'the demo writes a demo organization (code 100) and a live key with every scope; it runs on the embedded database only. DATABASE_URL is set: unset it, or pass --allow-server-database for a staging database',
+    );
+  }
+}
+
 async function serve(args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: { demo: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({
+    args,
+    options: { demo: { type: 'boolean', default: false }, ...DEMO_OPTIONS },
+  });
   const cfg = config();
+  if (values.demo) refuseDemoOnServer(cfg, values['allow-server-database']);
   let operatorToken = cfg.operatorToken;
   if (!operatorToken) {
     if (!values.demo)
@@ -87,7 +107,9 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'demo': {
+      const { values } = parseArgs({ args: rest, options: DEMO_OPTIONS });
       const cfg = config();
+      refuseDemoOnServer(cfg, values['allow-server-database']);
       const db = await openDatabase(cfg);
       const deps = await createDeps(cfg, db);
       const demo = await prepareDemo(deps);
