@@ -38,14 +38,29 @@ export async function resolveMasterKey(config: Config): Promise<Buffer> {
   if (config.masterKey) return config.masterKey;
   if (config.databaseUrl) throw new Error('SVC_MASTER_KEY: required when DATABASE_URL is set');
   const file = join(config.dataDir, 'master.key');
+  let text: string;
   try {
-    return Buffer.from((await readFile(file, 'utf8')).trim(), 'hex');
-  } catch {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+      // Never replace a key that exists: every cursor and derived secret depends on it.
+      throw new Error(
+        `${file}: cannot be read (${(error as Error).message}); fix it or restore it from a copy`,
+      );
+    }
     const key = newMasterKey();
     await mkdir(config.dataDir, { recursive: true });
-    await writeFile(file, key.toString('hex'), { mode: 0o600 });
+    // `wx`: if another process created it meanwhile, fail rather than overwrite.
+    await writeFile(file, key.toString('hex'), { mode: 0o600, flag: 'wx' });
     return key;
   }
+  const hex = text.trim();
+  if (!/^[0-9a-fA-F]{64}$/.test(hex)) {
+    throw new Error(
+      `${file}: must hold the 32 bytes of the master key as 64 hex characters; restore it from a copy`,
+    );
+  }
+  return Buffer.from(hex, 'hex');
 }
 
 function createLimiter(config: Config, logger: Deps['logger'], now: () => number): RateLimitStore {
