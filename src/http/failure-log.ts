@@ -12,7 +12,7 @@ export function failureKind(error: unknown): string {
   const e = (error ?? {}) as { code?: unknown; name?: unknown; message?: unknown };
   const message = String(e.message ?? error)
     .slice(0, 200)
-    .replace(/[0-9a-f]{8}-[0-9a-f-]{27}|\d+/gi, '#');
+    .replace(/[0-9a-f-]{36}|\d+/gi, '#');
   return `${String(e.code ?? '')}|${String(e.name ?? '')}|${message}`;
 }
 
