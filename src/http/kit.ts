@@ -9,6 +9,7 @@ import Fastify, {
   type FastifyError,
   type FastifyInstance,
   type FastifyReply,
+  type FastifyRequest,
 } from 'fastify';
 import { AppError, errorBody } from './errors.js';
 import { createFailureLog } from './failure-log.js';
@@ -72,6 +73,14 @@ function clientErrorAnswer(error: NodeJS.ErrnoException, socket: Socket): void {
  */
 function trustProxyOption(value: boolean | number | string[]) {
   return typeof value === 'number' ? (_address: string, hop: number) => hop < value : value;
+}
+
+/** A body was announced and has not been parsed yet: the request is still arriving. */
+function bodyPending(request: FastifyRequest): boolean {
+  const length = request.headers['content-length'];
+  const announced =
+    (length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined;
+  return announced && request.body === undefined;
 }
 
 /** How often Node looks for requests past their time-out: its default (30 s) would let one live 30 s more. */
@@ -218,7 +227,7 @@ export function createHttpApp(options: KitOptions): App {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     // The request time-out while the body still arrives is the client's slowness, not ours; the
     // rest of the body is never read, so the connection cannot carry another request.
-    if (error.code === 'FST_ERR_HANDLER_TIMEOUT' && !request.raw.complete) {
+    if (error.code === 'FST_ERR_HANDLER_TIMEOUT' && bodyPending(request)) {
       reply.header('connection', 'close');
       return reply
         .code(408)
