@@ -4,9 +4,9 @@ import type { Config } from './config.js';
 
 const HELP = `Usage: svc admin <command> [options]      (SVC_OPERATOR_URL, SVC_OPERATOR_TOKEN)
 
-  org create --code DIGITS --name NAME [--webhooks] [--outbox] [--api-disabled]
+  org create --code DIGITS --name NAME [--webhooks] [--outbox] [--no-api]
   org get ID
-  org update ID [--name NAME] [--api true|false] [--webhooks true|false] [--outbox true|false]
+  org update ID [--name NAME] [--api|--no-api] [--webhooks|--no-webhooks] [--outbox|--no-outbox]
   integration create --org ID --name NAME --kind KIND --scopes a,b,c
   integration list --org ID
   integration update ID [--status active|disabled|revoked] [--scopes a,b,c] [--name NAME]
@@ -27,20 +27,38 @@ const OPTIONS = {
   integration: { type: 'string' },
   environment: { type: 'string', default: 'live' },
   'expires-at': { type: 'string' },
-  webhooks: { type: 'string' },
-  outbox: { type: 'string' },
-  api: { type: 'string' },
+  // Booleans are flags, each with its --no- form: `--webhooks`, `--no-webhooks`.
+  webhooks: { type: 'boolean' },
+  outbox: { type: 'boolean' },
+  api: { type: 'boolean' },
   'api-disabled': { type: 'boolean' },
 } as const;
 
-type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
+type Values = ReturnType<
+  typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true; allowNegative: true }>
+>['values'];
 
 const list = (v: string | undefined) => (v === undefined ? undefined : v.split(',').filter(Boolean));
-const flag = (v: string | undefined) => (v === undefined ? undefined : v !== 'false');
+
+/** How many words each command takes (noun, verb and an id where there is one). */
+const WORDS: Record<string, number> = {
+  'org get': 3,
+  'org update': 3,
+  'integration update': 3,
+  'key revoke': 3,
+};
 
 function route(words: string[], v: Values): [string, string, unknown?] {
   const [noun, verb, id] = words;
-  switch (`${noun} ${verb}`) {
+  const command = `${noun} ${verb}`;
+  const expected = noun === 'request' ? 4 : (WORDS[command] ?? 2);
+  const extra = words[expected];
+  if (extra !== undefined) {
+    throw new Error(
+      `unexpected argument "${extra}" after "${words.slice(0, expected).join(' ')}" (booleans are flags: --webhooks or --no-webhooks)\n\n${HELP}`,
+    );
+  }
+  switch (command) {
     case 'org create':
       return [
         'POST',
@@ -48,9 +66,9 @@ function route(words: string[], v: Values): [string, string, unknown?] {
         {
           code: v.code,
           name: v.name,
-          webhooks_enabled: flag(v.webhooks) ?? false,
-          outbox_enabled: flag(v.outbox) ?? false,
-          api_enabled: !v['api-disabled'],
+          webhooks_enabled: v.webhooks ?? false,
+          outbox_enabled: v.outbox ?? false,
+          api_enabled: v.api ?? !v['api-disabled'],
         },
       ];
     case 'org get':
@@ -61,9 +79,9 @@ function route(words: string[], v: Values): [string, string, unknown?] {
         `/organizations/${id}`,
         {
           name: v.name,
-          api_enabled: flag(v.api),
-          webhooks_enabled: flag(v.webhooks),
-          outbox_enabled: flag(v.outbox),
+          api_enabled: v.api,
+          webhooks_enabled: v.webhooks,
+          outbox_enabled: v.outbox,
         },
       ];
     case 'integration create':
@@ -97,14 +115,26 @@ function route(words: string[], v: Values): [string, string, unknown?] {
   }
 }
 
+/** The operator request an admin command line stands for; throws naming a bad argument. */
+export function adminRequest(args: string[]): [string, string, unknown?] | null {
+  const { values, positionals } = parseArgs({
+    args,
+    options: OPTIONS,
+    allowPositionals: true,
+    allowNegative: true,
+  });
+  if (positionals.length === 0 || positionals[0] === 'help') return null;
+  return route(positionals, values);
+}
+
 export async function adminCommand(args: string[], config: Config): Promise<number> {
-  const { values, positionals } = parseArgs({ args, options: OPTIONS, allowPositionals: true });
-  if (positionals.length === 0 || positionals[0] === 'help') {
+  const request = adminRequest(args);
+  if (!request) {
     process.stdout.write(HELP);
     return 0;
   }
   if (!config.operatorToken) throw new Error('SVC_OPERATOR_TOKEN: required by svc admin');
-  const [method, path, body] = route(positionals, values);
+  const [method, path, body] = request;
   const response = await fetch(`${config.operatorUrl}/operator/v1${path}`, {
     method,
     headers: {

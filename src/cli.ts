@@ -6,7 +6,9 @@ import { buildOperatorApp } from './apps/operator.js';
 import { buildPublicApp, PUBLIC_PREFIX } from './apps/public.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { migrate } from './db/migrate.js';
+import type { Worker } from './delivery/worker.js';
 import { prepareDemo, printDemoBanner } from './demo/demo.js';
+import { httpStoppable, type Stoppable, shutdown } from './lifecycle.js';
 import { startMaintenance } from './maintenance.js';
 import { createDeps, openDatabase, startDeliveryWorker } from './runtime.js';
 
@@ -15,9 +17,10 @@ const USAGE = `Usage: svc <command>
   serve [--demo]   public API (SVC_PORT, 8080), operator API (SVC_OPERATOR_PORT, 8081) and a
                    webhook delivery worker
                    --demo: seed the demo organization when missing and print a fresh API key
+                   (embedded database only, unless --allow-server-database)
   worker           webhook delivery workers only (PostgreSQL), for scale-out beside serve
   migrate          apply database migrations and exit
-  demo             seed the demo organization when missing and exit
+  demo             seed the demo organization when missing and exit (same rule)
   admin ...        client of the operator API (svc admin help)
 `;
 
@@ -30,9 +33,28 @@ function config(): Config {
   }
 }
 
+const DEMO_OPTIONS = { 'allow-server-database': { type: 'boolean', default: false } } as const;
+
+/**
+ * The demo reuses any organization with code 100, issues it a live key with every scope and can
+ * make organization 200 the executor of its bookings: harmless on the embedded database, a
+ * breach on a production one.
+ */
+function refuseDemoOnServer(cfg: Config, allowed: boolean): void {
+  if (cfg.databaseUrl && !allowed) {
+    throw new Error(
+      'the demo writes a demo organization (code 100) and a live key with every scope; it runs on the embedded database only. DATABASE_URL is set: unset it, or pass --allow-server-database for a staging database',
+    );
+  }
+}
+
 async function serve(args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: { demo: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({
+    args,
+    options: { demo: { type: 'boolean', default: false }, ...DEMO_OPTIONS },
+  });
   const cfg = config();
+  if (values.demo) refuseDemoOnServer(cfg, values['allow-server-database']);
   let operatorToken = cfg.operatorToken;
   if (!operatorToken) {
     if (!values.demo)
@@ -66,15 +88,23 @@ async function serve(args: string[]): Promise<number> {
     process.once('SIGTERM', stop);
   });
   maintenance.stop();
-  await api.close();
-  await operator.close();
-  await worker.stop(WORKER_GRACE_MS);
+  await shutdown(
+    [httpStoppable('public API', api), httpStoppable('operator API', operator), workerStoppable(worker, cfg)],
+    cfg.shutdownGraceMs,
+    deps.logger,
+  );
   await deps.limiter.close();
   await db.close();
   return 0;
 }
 
-const WORKER_GRACE_MS = 10_000;
+/**
+ * The delivery worker in the shutdown sequence: it stops claiming, gives attempts in flight the
+ * same grace period and hands back the rest itself, so there is nothing left to abort.
+ */
+function workerStoppable(worker: Worker, cfg: Config): Stoppable {
+  return { name: 'webhook worker', stop: () => worker.stop(cfg.shutdownGraceMs), abort: () => {} };
+}
 
 const untilSignal = () =>
   new Promise<void>((resolve) => {
@@ -95,7 +125,7 @@ async function worker(): Promise<number> {
   const delivery = await startDeliveryWorker(deps);
   deps.logger.info('webhook delivery worker started');
   await untilSignal();
-  await delivery.stop(WORKER_GRACE_MS);
+  await shutdown([workerStoppable(delivery, cfg)], cfg.shutdownGraceMs, deps.logger);
   await deps.limiter.close();
   await db.close();
   return 0;
@@ -116,7 +146,9 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'demo': {
+      const { values } = parseArgs({ args: rest, options: DEMO_OPTIONS });
       const cfg = config();
+      refuseDemoOnServer(cfg, values['allow-server-database']);
       const db = await openDatabase(cfg);
       const deps = await createDeps(cfg, db);
       const demo = await prepareDemo(deps);

@@ -47,6 +47,8 @@ describe('configuration', () => {
     assert.equal(config.masterKey, null);
     assert.equal(config.logLevel, 'info');
     assert.equal(config.trustProxy, false);
+    assert.equal(config.dbPoolWaitMs, 2000);
+    assert.equal(config.shutdownGraceMs, 10_000);
   });
 
   test('every variable is read', () => {
@@ -66,7 +68,9 @@ describe('configuration', () => {
       SVC_LOG_LEVEL: 'warn',
       SVC_AUTH_CACHE_TTL_MS: '0',
       SVC_DB_STATEMENT_TIMEOUT_MS: '2500',
+      SVC_DB_POOL_WAIT_MS: '700',
       SVC_REQUEST_TIMEOUT_MS: '9000',
+      SVC_SHUTDOWN_GRACE_MS: '2500',
       SVC_TRUST_PROXY: 'true',
       SVC_RATE_WINDOW_MS: '1000',
       SVC_RATE_PER_KEY: '5',
@@ -101,7 +105,9 @@ describe('configuration', () => {
         logLevel: 'warn',
         authCacheTtlMs: 0,
         statementTimeoutMs: 2500,
+        dbPoolWaitMs: 700,
         requestTimeoutMs: 9000,
+        shutdownGraceMs: 2500,
         trustProxy: true,
         rateLimits: { windowMs: 1000, perKey: 5, perOrganization: 8, perEndpoint: 3, authFailuresPerIp: 4 },
         eventRetentionDays: 90,
@@ -127,6 +133,29 @@ describe('configuration', () => {
     assert.equal(webhooks.leaseMs, 60_000);
     assert.equal(webhooks.allowPrivateTargets, false);
     assert.equal(webhooks.caFile, null);
+  });
+
+  test('SVC_TRUST_PROXY: false, true, a hop count or a list of addresses and CIDR ranges', () => {
+    assert.equal(loadConfig({ SVC_TRUST_PROXY: 'false' }).trustProxy, false);
+    assert.equal(loadConfig({ SVC_TRUST_PROXY: 'true' }).trustProxy, true);
+    assert.equal(loadConfig({ SVC_TRUST_PROXY: '2' }).trustProxy, 2);
+    assert.deepEqual(loadConfig({ SVC_TRUST_PROXY: '10.0.0.0/8, 192.0.2.1,fd00::/8' }).trustProxy, [
+      '10.0.0.0/8',
+      '192.0.2.1',
+      'fd00::/8',
+    ]);
+    for (const bad of [
+      'yes',
+      '0',
+      '21',
+      '10.0.0.0/33',
+      '10.0.0.0/8,',
+      'proxy.internal',
+      '1.5',
+      '10.0.0.0/8/1',
+    ]) {
+      assertRefused({ SVC_TRUST_PROXY: bad }, 'SVC_TRUST_PROXY');
+    }
   });
 
   test('the operator URL follows the operator port when not given', () => {

@@ -1,5 +1,6 @@
 // The only place that reads process.env. Every variable is validated at start and a bad one
 // stops the process with a message that names it.
+import { isIP } from 'node:net';
 
 export type Environment = 'live' | 'test';
 
@@ -43,9 +44,17 @@ export interface Config {
   authCacheTtlMs: number;
   /** A query running longer is cancelled by PostgreSQL (the request answers 500 internal). */
   statementTimeoutMs: number;
+  /** How long a query may wait for a pooled connection before the request answers 500. */
+  dbPoolWaitMs: number;
   /** A request not received whole within this time is dropped (slow clients, slowloris). */
   requestTimeoutMs: number;
-  trustProxy: boolean;
+  /** After SIGTERM, how long requests in flight (and later, jobs) may take before they are cut. */
+  shutdownGraceMs: number;
+  /**
+   * Who may name the client in X-Forwarded-For: nobody (false), every hop (true), the last N
+   * hops, or the proxies at these addresses or CIDR ranges (Fastify's trustProxy).
+   */
+  trustProxy: boolean | number | string[];
   rateLimits: RateLimitConfig;
   eventRetentionDays: number;
   idempotencyRetentionHours: number;
@@ -83,6 +92,30 @@ function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], 
 
 function bool(env: Env, name: string, fallback: boolean): boolean {
   return oneOf(env, name, ['true', 'false'], fallback ? 'true' : 'false') === 'true';
+}
+
+function isAddressOrRange(entry: string): boolean {
+  const [address = '', bits, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  if (bits === undefined) return true;
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+}
+
+function trustProxy(env: Env, name: string): boolean | number | string[] {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  if (/^\d+$/.test(raw)) return int(env, name, 0, 1, 20);
+  const entries = raw.split(',').map((e) => e.trim());
+  const bad = entries.find((e) => !isAddressOrRange(e));
+  if (bad !== undefined) {
+    throw new ConfigError(
+      name,
+      `must be false, a number of proxy hops, or a comma-separated list of proxy addresses or CIDR ranges; "${bad}" is none of these`,
+    );
+  }
+  return entries;
 }
 
 export const DEFAULT_RETRY_GAPS_S = [30, 60, 120, 240, 480, 960, 1920];
@@ -149,8 +182,10 @@ export function loadConfig(env: Env = process.env): Config {
     ),
     authCacheTtlMs: int(env, 'SVC_AUTH_CACHE_TTL_MS', 5000, 0, 60_000),
     statementTimeoutMs: int(env, 'SVC_DB_STATEMENT_TIMEOUT_MS', 15_000, 100, 600_000),
+    dbPoolWaitMs: int(env, 'SVC_DB_POOL_WAIT_MS', 2000, 50, 60_000),
     requestTimeoutMs: int(env, 'SVC_REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000),
-    trustProxy: bool(env, 'SVC_TRUST_PROXY', false),
+    shutdownGraceMs: int(env, 'SVC_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    trustProxy: trustProxy(env, 'SVC_TRUST_PROXY'),
     rateLimits: {
       windowMs: int(env, 'SVC_RATE_WINDOW_MS', 60_000, 1000),
       perKey: int(env, 'SVC_RATE_PER_KEY', 600, 1),

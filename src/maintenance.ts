@@ -1,14 +1,27 @@
 // Periodic housekeeping run by `svc serve`: each task deletes what the contract no longer needs
 // to keep. Tasks are idempotent, so several processes may run them at once.
-import { eventRetentionTask } from './api/events/retention.js';
-import type { Deps } from './apps/deps.js';
+import type { FastifyBaseLogger } from 'fastify';
+import { pruneEvents } from './api/events/retention.js';
+import type { Config } from './config.js';
+import type { Queryable } from './db/db.js';
 import { pruneIdempotencyKeys } from './http/idempotency.js';
+
+export interface MaintenanceDeps {
+  db: Queryable;
+  config: Pick<Config, 'eventRetentionDays' | 'idempotencyRetentionHours'>;
+  now: () => number;
+}
 
 export interface MaintenanceTask {
   name: string;
   /** Returns how many rows it removed. */
-  run(deps: Pick<Deps, 'db' | 'config' | 'now'>): Promise<number>;
+  run(deps: MaintenanceDeps): Promise<number>;
 }
+
+export const eventRetentionTask: MaintenanceTask = {
+  name: 'event-retention',
+  run: ({ db, config, now }) => pruneEvents({ db, retentionDays: config.eventRetentionDays, now }),
+};
 
 export const MAINTENANCE_TASKS: MaintenanceTask[] = [
   eventRetentionTask,
@@ -18,7 +31,7 @@ export const MAINTENANCE_TASKS: MaintenanceTask[] = [
   },
 ];
 
-export async function runMaintenance(deps: Pick<Deps, 'db' | 'config' | 'now' | 'logger'>): Promise<void> {
+export async function runMaintenance(deps: MaintenanceDeps & { logger: FastifyBaseLogger }): Promise<void> {
   for (const task of MAINTENANCE_TASKS) {
     try {
       const removed = await task.run(deps);
@@ -30,7 +43,7 @@ export async function runMaintenance(deps: Pick<Deps, 'db' | 'config' | 'now' | 
 }
 
 export function startMaintenance(
-  deps: Pick<Deps, 'db' | 'config' | 'now' | 'logger'>,
+  deps: MaintenanceDeps & { logger: FastifyBaseLogger },
   everyMs = 10 * 60_000,
 ) {
   const timer = setInterval(() => void runMaintenance(deps), everyMs);

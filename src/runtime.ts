@@ -18,9 +18,15 @@ import { createRedisStore } from './ratelimit/redis.js';
 import type { RateLimitStore } from './ratelimit/store.js';
 import { createSecretBox, newMasterKey } from './security/secrets.js';
 
-export async function openDatabase(config: Config): Promise<Db> {
+export async function openDatabase(config: Config, logger = createLogger(config.logLevel)): Promise<Db> {
   if (config.databaseUrl) {
-    return createPostgresDb({ url: config.databaseUrl, statementTimeoutMs: config.statementTimeoutMs });
+    return createPostgresDb({
+      url: config.databaseUrl,
+      statementTimeoutMs: config.statementTimeoutMs,
+      connectionTimeoutMs: config.dbPoolWaitMs,
+      onIdleError: (error) =>
+        logger.warn({ err: error }, 'an idle database connection broke; the pool drops it'),
+    });
   }
   await mkdir(config.dataDir, { recursive: true });
   return createPgliteDb(join(config.dataDir, 'pglite'));
@@ -35,14 +41,29 @@ export async function resolveMasterKey(config: Config): Promise<Buffer> {
   if (config.masterKey) return config.masterKey;
   if (config.databaseUrl) throw new Error('SVC_MASTER_KEY: required when DATABASE_URL is set');
   const file = join(config.dataDir, 'master.key');
+  let text: string;
   try {
-    return Buffer.from((await readFile(file, 'utf8')).trim(), 'hex');
-  } catch {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+      // Never replace a key that exists: every cursor and derived secret depends on it.
+      throw new Error(
+        `${file}: cannot be read (${(error as Error).message}); fix it or restore it from a copy`,
+      );
+    }
     const key = newMasterKey();
     await mkdir(config.dataDir, { recursive: true });
-    await writeFile(file, key.toString('hex'), { mode: 0o600 });
+    // `wx`: if another process created it meanwhile, fail rather than overwrite.
+    await writeFile(file, key.toString('hex'), { mode: 0o600, flag: 'wx' });
     return key;
   }
+  const hex = text.trim();
+  if (!/^[0-9a-fA-F]{64}$/.test(hex)) {
+    throw new Error(
+      `${file}: must hold the 32 bytes of the master key as 64 hex characters; restore it from a copy`,
+    );
+  }
+  return Buffer.from(hex, 'hex');
 }
 
 function createLimiter(config: Config, logger: Deps['logger'], now: () => number): RateLimitStore {
@@ -52,6 +73,8 @@ function createLimiter(config: Config, logger: Deps['logger'], now: () => number
     fallback: createMemoryStore(now),
     onFallback: (error) =>
       logger.error({ err: error }, 'Redis unreachable: rate limits are per process until it is back'),
+    onRecovery: (downMs) =>
+      logger.warn({ down_ms: downMs }, 'Redis answers again: rate limits are shared again'),
   });
 }
 

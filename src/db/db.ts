@@ -34,13 +34,20 @@ export interface PostgresOptions {
   schema?: string;
   /** PostgreSQL cancels a statement that runs longer (ms). */
   statementTimeoutMs?: number;
+  /** A query waiting longer than this for a free connection fails at once (ms); 0 waits forever. */
+  connectionTimeoutMs?: number;
   max?: number;
+  /** Told when an idle connection breaks (the server restarted, a network cut). */
+  onIdleError?: (error: Error) => void;
 }
 
 export function createPostgresDb(options: PostgresOptions): Db {
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.max ?? 10,
+    // Without a bound, a stalled database queues every request behind the pool for as long as
+    // the stall lasts; with it they fail fast and the service stays answerable.
+    connectionTimeoutMillis: options.connectionTimeoutMs ?? 0,
     options:
       [
         options.schema ? `-c search_path=${options.schema}` : '',
@@ -53,8 +60,8 @@ export function createPostgresDb(options: PostgresOptions): Db {
         oid === INT8 || oid === NUMERIC ? toNumber : pg.types.getTypeParser(oid, format)) as never,
     },
   });
-  // An idle client that loses its connection must not crash the process.
-  pool.on('error', () => {});
+  // An idle client that loses its connection must not crash the process; the pool drops it.
+  pool.on('error', (error) => options.onIdleError?.(error));
   // Every query runs as a named prepared statement: each connection parses and plans a text once
   // and then only binds parameters, which is most of the database's work for a small read.
   const names = new Map<string, string>();
@@ -74,6 +81,7 @@ export function createPostgresDb(options: PostgresOptions): Db {
     },
     async tx<T>(fn: (q: Queryable) => Promise<T>) {
       const client = await pool.connect();
+      let result: T;
       try {
         await client.query('BEGIN');
         const q: Queryable = {
@@ -84,15 +92,20 @@ export function createPostgresDb(options: PostgresOptions): Db {
             await client.query(sql);
           },
         };
-        const result = await fn(q);
+        result = await fn(q);
         await client.query('COMMIT');
-        return result;
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
+        // A connection whose ROLLBACK failed is in an unknown state: destroy it rather than hand
+        // it to the next request inside a broken transaction.
+        const broken = await client.query('ROLLBACK').then(
+          () => undefined,
+          (rollbackError: Error) => rollbackError,
+        );
+        client.release(broken);
         throw error;
-      } finally {
-        client.release();
       }
+      client.release();
+      return result;
     },
     async exec(sql: string) {
       await pool.query(sql);

@@ -1,7 +1,9 @@
 // The embedded demo: one organization with a catalogue and bookings (some received from a partner
 // through the exchange), one integration holding every scope, and a fresh live key on every start.
 // Keys are never stored in clear, so a restart revokes the previous demo key and prints a new one.
-import type { Deps } from '../apps/deps.js';
+import type { Config } from '../config.js';
+import type { Db } from '../db/db.js';
+import type { IdentityCache } from '../http/auth.js';
 import { ACTIVE_SCOPES } from '../http/scopes.js';
 import { createApiKey } from '../operator/integrations.js';
 import { seedDemoData } from './data.js';
@@ -15,7 +17,13 @@ export interface DemoAccess {
   bookingReference: string | null;
 }
 
-export async function prepareDemo(deps: Pick<Deps, 'db' | 'config' | 'identities'>): Promise<DemoAccess> {
+export interface DemoDeps {
+  db: Db;
+  config: Pick<Config, 'environment'>;
+  identities: Pick<IdentityCache, 'clear'>;
+}
+
+export async function prepareDemo(deps: DemoDeps): Promise<DemoAccess> {
   const { db } = deps;
   // The organization and its data are written together: a failed seed leaves no empty demo.
   const organizationId = await db.tx(async (q) => {

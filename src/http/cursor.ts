@@ -6,6 +6,7 @@
 // replayed by another organization fails verification. Signing keys are derived from the master key
 // and the key id; rotating (operator API) retires every older key, which invalidates every cursor.
 import type { Queryable } from '../db/db.js';
+import { isUuid } from '../domain/ids.js';
 import { deriveKey, hmac, safeEqual } from '../security/secrets.js';
 import { AppError } from './errors.js';
 
@@ -31,7 +32,6 @@ interface Payload {
   i: string;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const B64URL = /^[A-Za-z0-9_-]+$/;
 
 const invalid = () => new AppError('invalid_cursor', { param: 'cursor' });
@@ -112,7 +112,7 @@ export function createCursorCodec(options: CursorCodecOptions): CursorCodec {
         typeof payload.l !== 'string' ||
         !Number.isSafeInteger(payload.t) ||
         typeof payload.i !== 'string' ||
-        !UUID.test(payload.i)
+        !isUuid(payload.i)
       ) {
         throw invalid();
       }

@@ -26,9 +26,13 @@ export const ERRORS = {
   },
   payload_too_large: { status: 413, message: 'El cuerpo de la petición supera el tamaño máximo.' },
   unsupported_media_type: { status: 415, message: 'El cuerpo debe enviarse como application/json.' },
+  // The server's own answers, before any endpoint runs (docs/decisions.md, "Requests and errors").
+  request_timeout: { status: 408, message: 'La petición no llegó completa a tiempo.' },
+  headers_too_large: { status: 431, message: 'Las cabeceras de la petición son demasiado grandes.' },
   rate_limited: { status: 429, message: 'Demasiadas peticiones; espere los segundos de Retry-After.' },
   internal: { status: 500, message: 'Error interno.' },
   not_implemented: { status: 501, message: 'No implementado.' },
+  unavailable: { status: 503, message: 'El servicio se está deteniendo; repita la petición.' },
 } as const;
 
 export type ErrorCode = keyof typeof ERRORS;

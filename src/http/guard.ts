@@ -78,12 +78,24 @@ export function installGuard(app: App, deps: GuardDeps): void {
     return identity;
   }
 
-  async function admit(request: FastifyRequest, reply: FastifyReply, identity: Identity): Promise<void> {
+  /**
+   * A key that the organization's state refuses (integration disabled or revoked, API disabled)
+   * counts against its own key and endpoint buckets only: a runaway integration the operator
+   * revoked must not keep refusing its sibling integrations through the organization's cap.
+   */
+  async function admit(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    identity: Identity,
+    organizationCounts = true,
+  ): Promise<void> {
     const endpoint = request.is404 ? 'unknown path' : `${request.method} ${request.routeOptions.url}`;
     const decision = await limiter.hit(
       [
         { key: `key:${identity.key.id}`, limit: limits.perKey },
-        { key: `org:${identity.organization.id}`, limit: limits.perOrganization },
+        ...(organizationCounts
+          ? [{ key: `org:${identity.organization.id}`, limit: limits.perOrganization }]
+          : []),
         { key: `endpoint:${identity.key.id}:${endpoint}`, limit: limits.perEndpoint },
       ],
       limits.windowMs,
@@ -104,9 +116,14 @@ export function installGuard(app: App, deps: GuardDeps): void {
       return;
     }
     const identity = await authenticate(request);
-    await admit(request, reply, identity);
-    if (identity.integration.status !== 'active') throw new AppError('integration_disabled');
-    if (!identity.organization.apiEnabled) throw new AppError('api_disabled');
+    const refused: ErrorCode | null =
+      identity.integration.status !== 'active'
+        ? 'integration_disabled'
+        : !identity.organization.apiEnabled
+          ? 'api_disabled'
+          : null;
+    await admit(request, reply, identity, refused === null);
+    if (refused) throw new AppError(refused);
     const config = request.routeOptions.config;
     if (config.feature === 'webhooks' && !identity.organization.webhooksEnabled) {
       throw new AppError(

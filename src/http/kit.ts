@@ -1,14 +1,18 @@
 // The HTTP kit every request of both APIs passes through: request id, JSON-only bodies with a
 // size cap, schema validation, the single error renderer, 404 and the server-level 405.
 import { randomBytes } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyError,
   type FastifyInstance,
   type FastifyReply,
+  type FastifyRequest,
 } from 'fastify';
 import { AppError, errorBody } from './errors.js';
+import { createFailureLog } from './failure-log.js';
 import type { Metrics } from './metrics.js';
 import { compileValidator, type ValidationPart, validationError } from './validation.js';
 
@@ -18,7 +22,8 @@ export const REQUEST_ID_HEADER = 'x-svc-request-id';
 
 export interface KitOptions {
   logger: FastifyBaseLogger;
-  trustProxy?: boolean;
+  /** Fastify's trustProxy: false, true, a hop count, or proxy addresses and CIDR ranges. */
+  trustProxy?: boolean | number | string[];
   /** Drop a request not received whole within this time (ms); 0 never. */
   requestTimeoutMs?: number;
   /** Names the application in metrics. */
@@ -35,6 +40,51 @@ export type App = FastifyInstance<
 >;
 
 const newRequestId = () => `req_${randomBytes(12).toString('base64url')}`;
+
+/**
+ * What Node's HTTP parser refuses before there is a request (a time-out while headers or body
+ * arrive, oversized headers, bytes that are not HTTP), answered with the envelope and a request id
+ * of its own instead of Fastify's default body. The connection is closed after it.
+ */
+function clientErrorAnswer(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const appError =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? new AppError('request_timeout')
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? new AppError('headers_too_large')
+        : new AppError('validation_error', { param: 'request' }, 'La petición HTTP no es válida.');
+  if (socket.writable) {
+    const id = newRequestId();
+    const body = JSON.stringify(errorBody(appError, id));
+    socket.write(
+      `HTTP/1.1 ${appError.status} ${STATUS_CODES[appError.status]}\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `${REQUEST_ID_HEADER}: ${id}\r\ncache-control: no-store\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}
+
+/**
+ * Fastify reads a hop count as "trust nobody" (it cannot tell a proxy from a client that wrote
+ * the header itself), so a count is given as the function it stands for: trust the last N hops.
+ * Safe only where clients reach the service through the proxies alone (docs/configuration.md).
+ */
+function trustProxyOption(value: boolean | number | string[]) {
+  return typeof value === 'number' ? (_address: string, hop: number) => hop < value : value;
+}
+
+/** A body was announced and has not been parsed yet: the request is still arriving. */
+function bodyPending(request: FastifyRequest): boolean {
+  const length = request.headers['content-length'];
+  const announced =
+    (length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined;
+  return announced && request.body === undefined;
+}
+
+/** How often Node looks for requests past their time-out: its default (30 s) would let one live 30 s more. */
+const checkingInterval = (timeoutMs: number) => Math.max(100, Math.min(1000, Math.floor(timeoutMs / 4)));
 
 /** Maps what Fastify itself rejects onto the contract's codes. */
 function toAppError(error: FastifyError): AppError | null {
@@ -54,6 +104,10 @@ function toAppError(error: FastifyError): AppError | null {
       return new AppError('validation_error', { field: 'body' }, 'El cuerpo no es JSON válido.');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new AppError('validation_error', { field: 'body' }, 'Content-Length no coincide con el cuerpo.');
+    // The request outlived SVC_REQUEST_TIMEOUT_MS (a stalled database, most likely). The contract
+    // has no 503: an unforeseen failure is 500 internal, which clients retry with back-off.
+    case 'FST_ERR_HANDLER_TIMEOUT':
+      return new AppError('internal');
   }
   // The JSON parser's own syntax errors (and prototype-poisoning refusals) are 400s.
   if (error instanceof SyntaxError || error.statusCode === 400) {
@@ -88,8 +142,23 @@ export function createHttpApp(options: KitOptions): App {
     loggerInstance: options.logger,
     genReqId: newRequestId,
     bodyLimit: BODY_LIMIT,
-    trustProxy: options.trustProxy ?? false,
+    trustProxy: trustProxyOption(options.trustProxy ?? false),
     requestTimeout: options.requestTimeoutMs ?? 0,
+    ...(options.requestTimeoutMs
+      ? {
+          http: {
+            requestTimeout: options.requestTimeoutMs,
+            headersTimeout: options.requestTimeoutMs,
+            connectionsCheckingInterval: checkingInterval(options.requestTimeoutMs),
+          },
+        }
+      : {}),
+    clientErrorHandler: clientErrorAnswer,
+    // Answered by the kit's own hook instead, with the envelope (see `closing` below).
+    return503OnClosing: false,
+    // The same bound from the moment the headers are read to the answer, hooks, body and handler
+    // included: a request waiting on a stalled database answers 500 instead of hanging.
+    ...(options.requestTimeoutMs ? { handlerTimeout: options.requestTimeoutMs } : {}),
     exposeHeadRoutes: false,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // A path the router cannot even read (bad percent-encoding, a path id longer than any id)
@@ -104,6 +173,7 @@ export function createHttpApp(options: KitOptions): App {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(compileValidator);
+  const logFailure = createFailureLog();
 
   const { metrics } = options;
   if (metrics) {
@@ -128,10 +198,23 @@ export function createHttpApp(options: KitOptions): App {
     app.getDefaultJsonParser('error', 'error'),
   );
 
+  // Once the application is closing, a request that still arrives (on a keep-alive connection
+  // or pipelined) is answered 503 with the envelope, and every answer closes its connection, so
+  // keep-alive clients leave as soon as their request in flight is answered.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+
   app.addHook('onRequest', async (request, reply) => {
     reply.header(REQUEST_ID_HEADER, request.id);
     // Answers carry personal data and prices: no shared cache may keep them.
     reply.header('cache-control', 'no-store');
+    if (closing) throw new AppError('unavailable');
+  });
+
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close');
   });
 
   // A route that declares a body needs application/json even when the body is empty.
@@ -142,10 +225,19 @@ export function createHttpApp(options: KitOptions): App {
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    // The request time-out while the body still arrives is the client's slowness, not ours; the
+    // rest of the body is never read, so the connection cannot carry another request.
+    if (error.code === 'FST_ERR_HANDLER_TIMEOUT' && bodyPending(request)) {
+      reply.header('connection', 'close');
+      return reply
+        .code(408)
+        .type('application/json')
+        .send(errorBody(new AppError('request_timeout'), request.id));
+    }
     const known = toAppError(error);
-    if (!known) request.log.error({ err: error }, 'unexpected failure');
+    if (!known) logFailure(request.log, error, 'unexpected failure');
     const appError = known ?? new AppError('internal');
-    if (appError.status >= 500 && known) request.log.error({ err: error }, 'server error');
+    if (appError.status >= 500 && known) logFailure(request.log, error, 'server error');
     if (appError.code === 'rate_limited') {
       // A 429 never carries the rate-limit headers, even when a limit inside the route refused
       // the request after the guard had admitted it and set them.

@@ -1,4 +1,15 @@
-import type { Deps } from '../apps/deps.js';
+// What operator routes may use, declared here rather than taken from the composition root.
+import type { Config } from '../config.js';
+import type { Db } from '../db/db.js';
+import type { IdentityCache } from '../http/auth.js';
+import type { CursorCodec } from '../http/cursor.js';
+import type { Metrics } from '../http/metrics.js';
 
-/** What operator routes may use. */
-export type OperatorDeps = Pick<Deps, 'db' | 'identities' | 'config' | 'metrics' | 'cursors'>;
+export interface OperatorDeps {
+  db: Db;
+  identities: IdentityCache;
+  config: Config;
+  metrics: Metrics;
+  cursors: CursorCodec;
+  now?: () => number;
+}

@@ -1,6 +1,5 @@
 // Integrations of an organization and their API keys.
 import { type Static, Type } from 'typebox';
-import type { Deps } from '../apps/deps.js';
 import type { Queryable } from '../db/db.js';
 import { AppError, notFound } from '../http/errors.js';
 import type { App } from '../http/kit.js';
@@ -115,7 +114,7 @@ export async function createApiKey(
   return { ...(row as Static<typeof ApiKey>), key: generated.key };
 }
 
-export function integrationRoutes(app: App, deps: OperatorDeps & Partial<Pick<Deps, 'now'>>): void {
+export function integrationRoutes(app: App, deps: OperatorDeps): void {
   const { db } = deps;
 
   app.post(

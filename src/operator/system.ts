@@ -3,16 +3,30 @@ import { Type } from 'typebox';
 import type { App } from '../http/kit.js';
 import type { OperatorDeps } from './deps.js';
 
+// Below the smallest SVC_REQUEST_TIMEOUT_MS (1 s), so the probe always answers itself.
+const READY_TIMEOUT_MS = 500;
+
 export function systemRoutes(app: App, deps: OperatorDeps): void {
   app.get('/healthz', async () => ({ status: 'ok' }));
 
+  // Ready means the database answers now: a probe that waits behind a stalled pool would tell a
+  // balancer "ready" long after the requests it sends have started failing.
   app.get('/readyz', async (request, reply) => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`no answer within ${READY_TIMEOUT_MS} ms`)),
+        READY_TIMEOUT_MS,
+      );
+    });
     try {
-      await deps.db.query('SELECT 1');
+      await Promise.race([deps.db.query('SELECT 1'), late]);
       return { status: 'ready' };
     } catch (error) {
       request.log.warn({ err: error }, 'database not reachable');
       return reply.code(503).send({ status: 'unavailable' });
+    } finally {
+      clearTimeout(timer);
     }
   });
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createServer, type Server, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { withFallback } from './fallback.js';
 import { createMemoryStore } from './memory.js';
@@ -50,11 +51,109 @@ test('a failing primary answers from the fallback; a healthy one is used as is',
     async close() {},
   };
   const reports: unknown[] = [];
-  const store = withFallback({ primary, fallback: createMemoryStore(), onFallback: (e) => reports.push(e) });
-  const fromFallback = await store.hit(bucket, W, 'take');
-  assert.equal(fromFallback.remaining, 1);
-  assert.equal(reports.length, 1);
-  failing = false;
-  assert.equal((await store.hit(bucket, W, 'take')).remaining, 41);
-  assert.equal(primaryCalls, 2);
+  const store = withFallback({
+    primary,
+    fallback: createMemoryStore(),
+    onFallback: (e) => reports.push(e),
+    probeEveryMs: 10,
+  });
+  try {
+    const fromFallback = await store.hit(bucket, W, 'take');
+    assert.equal(fromFallback.remaining, 1);
+    assert.equal(reports.length, 1);
+    failing = false;
+    // The breaker's probe (a peek on no bucket) finds the store healthy again.
+    for (let i = 0; i < 50 && primaryCalls < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    const callsBefore = primaryCalls;
+    assert.equal((await store.hit(bucket, W, 'take')).remaining, 41);
+    assert.equal(primaryCalls, callsBefore + 1);
+  } finally {
+    await store.close();
+  }
+});
+
+/** A Redis that accepts connections, reads every command and never answers. */
+async function frozenRedis(): Promise<{ url: string; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('data', () => {});
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+test('a Redis that never answers costs one command time-out, then requests go to memory at once', async () => {
+  const frozen = await frozenRedis();
+  const reports: unknown[] = [];
+  const store = withFallback({
+    primary: createRedisStore({ url: frozen.url }),
+    fallback: createMemoryStore(),
+    onFallback: (error) => reports.push(error),
+    probeEveryMs: 60_000,
+  });
+  try {
+    const first = Date.now();
+    assert.equal((await store.hit(bucket, W, 'take')).allowed, true);
+    const firstMs = Date.now() - first;
+    assert.ok(firstMs < 1_500, `the first request waited ${firstMs} ms`);
+    const started = Date.now();
+    for (let i = 0; i < 20; i++) await store.hit([{ key: `key:${i}`, limit: 5 }], W, 'take');
+    const ms = Date.now() - started;
+    console.log(`frozen Redis: first request ${firstMs} ms, the next 20 in ${ms} ms`);
+    assert.ok(ms < 200, `20 requests took ${ms} ms`);
+    assert.equal(reports.length, 1);
+  } finally {
+    await store.close();
+    await frozen.close();
+  }
+});
+
+test('while open, the breaker probes the store in the background and closes when it answers', async () => {
+  let healthy = false;
+  let hits = 0;
+  let probes = 0;
+  const primary = {
+    available: () => true,
+    async hit() {
+      hits++;
+      if (!healthy) throw new Error('timeout');
+      return { allowed: true, remaining: 41, retryAfterMs: 0 };
+    },
+    async ping() {
+      probes++;
+      if (!healthy) throw new Error('timeout');
+    },
+    async close() {},
+  };
+  const recoveries: number[] = [];
+  const store = withFallback({
+    primary,
+    fallback: createMemoryStore(),
+    onFallback: () => {},
+    onRecovery: (downMs) => recoveries.push(downMs),
+    probeEveryMs: 20,
+  });
+  try {
+    assert.equal((await store.hit(bucket, W, 'take')).remaining, 1, 'from memory');
+    for (let i = 0; i < 5; i++) await store.hit(bucket, W, 'peek');
+    assert.equal(hits, 1, 'an open breaker sends no request to the store');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.ok(probes >= 2, `probed ${probes} times`);
+    healthy = true;
+    for (let i = 0; i < 50 && recoveries.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(recoveries.length, 1, 'the return is reported once');
+    assert.equal((await store.hit(bucket, W, 'take')).remaining, 41, 'shared limits again');
+  } finally {
+    await store.close();
+  }
 });

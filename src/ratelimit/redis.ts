@@ -58,6 +58,8 @@ export interface RedisStoreOptions {
 export interface RedisStore extends RateLimitStore {
   /** False while the connection is lost: callers need not wait for a command to time out. */
   available(): boolean;
+  /** One round trip, bounded by the command time-out: the circuit breaker's probe. */
+  ping(): Promise<void>;
 }
 
 const COMMAND_TIMEOUT_MS = 500;
@@ -77,6 +79,9 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   const node = randomBytes(4).toString('hex');
   return {
     available: () => redis.status !== 'reconnecting' && redis.status !== 'close' && redis.status !== 'end',
+    async ping() {
+      await redis.ping();
+    },
     async hit(buckets: readonly Bucket[], windowMs: number, mode: HitMode): Promise<Decision> {
       const keys = buckets.map((b) => prefix + b.key);
       const t = now();

@@ -66,6 +66,30 @@ describe('GET /bookings: every invalid value is a 400 naming the parameter', () 
     assert.equal(twice.body.error.details.param, 'limit');
   });
 
+  test('limit is plain decimal digits: exponents, signs, spaces, fractions, hex and leading zeros are 400', async () => {
+    for (const value of ['1e309', '1e2', '1.0', '01', '+5', '%205', '5%20', '0x10', '-0', '1_0']) {
+      assertError(await list(`limit=${value}`), 400, 'validation_error', { param: 'limit' });
+    }
+    // Digits above 100, however many, are a valid integer: cut to 100 as the contract says.
+    assert.equal((await list('limit=100000000000000000000')).status, 200);
+    assert.equal((await list('limit=7')).status, 200);
+  });
+
+  test('a NUL byte in any query value is a 400 naming the parameter, never a 500', async () => {
+    for (const [param, value] of [
+      ['external_id', '%00'],
+      ['external_id', 'abc%00def'],
+      ['cursor', '%00'],
+      ['status', '%00'],
+    ]) {
+      assertError(await list(`${param}=${value}`), 400, 'validation_error', { param });
+    }
+    const events = await svc.call('GET', '/events?type=%00', { key: t.key });
+    assertError(events, 400, 'validation_error', { param: 'type' });
+    const logged = svc.logs.join('');
+    assert.doesNotMatch(logged, /unexpected failure/, 'nothing was logged as a failure');
+  });
+
   test('an unknown parameter is refused, not ignored', async () => {
     for (const param of ['statuss', 'offset', 'page', 'organization_id', 'sort']) {
       assertError(await list(`${param}=1`), 400, 'validation_error', { param });

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { EVENT_RETENTION_BATCH, eventRetentionTask } from '../../src/api/events/retention.js';
-import { MAINTENANCE_TASKS, runMaintenance } from '../../src/maintenance.js';
+import { EVENT_RETENTION_BATCH } from '../../src/api/events/retention.js';
+import { eventRetentionTask, MAINTENANCE_TASKS, runMaintenance } from '../../src/maintenance.js';
 import { startService, type TestService } from '../support/context.js';
 import { createTenant } from '../support/tenants.js';
 

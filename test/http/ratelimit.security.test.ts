@@ -125,6 +125,37 @@ describe('headers', () => {
     assertRateHeaders(res, PER_KEY, 2);
   });
 
+  test("a disabled integration's 403s do not take from its organization's cap", async () => {
+    const t = await createTenant(svc, { scopes: ['bookings:read'] });
+    const sibling = await createTenant(svc, { scopes: ['bookings:read'], organizationId: t.organization.id });
+    await expectOk(await svc.op('PATCH', `/integrations/${t.integration.id}`, { status: 'revoked' }));
+    for (const path of ['/open', '/spare', '/things', '/things/1', '/open']) {
+      assertError(await get(path, t.key), 403, 'integration_disabled');
+    }
+    // The organization's 8 are all still there: the sibling uses its whole key cap of 5.
+    for (const [path, remaining] of [
+      ['/open', 2],
+      ['/spare', 2],
+      ['/things', 2],
+      ['/things/1', 1],
+      ['/open', 0],
+    ] as const) {
+      await admitted(get(path, sibling.key), remaining);
+    }
+  });
+
+  test("an organization's api_disabled 403s do not take from its cap once it is enabled again", async () => {
+    const t = await createTenant(svc, { scopes: ['bookings:read'], flags: { api_enabled: false } });
+    for (const path of ['/open', '/spare', '/things', '/things/1', '/open']) {
+      assertError(await get(path, t.key), 403, 'api_disabled');
+    }
+    await expectOk(await svc.op('PATCH', `/organizations/${t.organization.id}`, { api_enabled: true }));
+    const second = await newKey(t.integration.id);
+    for (const path of ['/open', '/spare', '/things', '/things/1'])
+      assert.equal((await get(path, second)).status, 200);
+    await admitted(get('/open', second), 0); // key 0; the organization would have refused at 4
+  });
+
   test('a 429 from a limit inside a route carries no rate-limit headers either', async () => {
     const t = await createTenant(svc, { scopes: ['bookings:read'] });
     assertRateLimited(await get('/busy', t.key), 7);

@@ -286,9 +286,10 @@ describe('paths and bodies', () => {
       ),
       400,
       'validation_error',
-      { field: 'body' },
+      { field: 'name' },
     );
-    await refused(org, { passenger: { name: 'a\u0000b' } }, 'body');
+    // Refused by the validator, which names the field, before PostgreSQL would refuse it.
+    await refused(org, { passenger: { name: 'a\u0000b' } }, 'passenger.name');
   });
 
   test('a body that is not JSON is a 415', async () => {

@@ -64,6 +64,31 @@ describe('organizations', () => {
     assert.equal(res.body.error.details.field, 'code');
   });
 
+  test('a NUL character in any string of a body is a 400 naming the field, never a 500', async () => {
+    await assertField(await svc.op('POST', '/organizations', { code: nextCode(), name: 'a\u0000b' }), 'name');
+    const tenant = await createTenant(svc);
+    await assertField(
+      await svc.op('PATCH', `/organizations/${tenant.organization.id}`, { name: '\u0000' }),
+      'name',
+    );
+    await assertField(
+      await svc.op('POST', `/integrations/${tenant.integration.id}/keys`, {
+        scopes: ['bookings:read'],
+        environment: 'live',
+        name: 'x\u0000',
+      }),
+      'name',
+    );
+    await assertField(
+      await svc.op('PUT', `/organizations/${tenant.organization.id}/customers/${MISSING}`, {
+        name: 'Cliente\u0000',
+        type: 'account',
+      }),
+      'name',
+    );
+    assert.doesNotMatch(svc.logs.join(''), /unexpected failure/);
+  });
+
   test('PATCH needs at least one known field', async () => {
     const t = await createTenant(svc);
     await assertField(await svc.op('PATCH', `/organizations/${t.organization.id}`, {}), 'body');

@@ -40,7 +40,9 @@ export function manualClock(start = Date.now()): Clock {
   };
 }
 
-export async function openTestDb(): Promise<{ db: Db; drop(): Promise<void> }> {
+export async function openTestDb(
+  options: { connectionTimeoutMs?: number } = {},
+): Promise<{ db: Db; drop(): Promise<void> }> {
   const url = process.env.TEST_DATABASE_URL;
   if (!url) {
     const db = await createPgliteDb(null);
@@ -50,7 +52,7 @@ export async function openTestDb(): Promise<{ db: Db; drop(): Promise<void> }> {
   const schema = `t_${randomBytes(6).toString('hex')}`;
   const admin = createPostgresDb({ url, max: 1 });
   await admin.exec(`CREATE SCHEMA ${schema}`);
-  const db = createPostgresDb({ url, schema, max: 5 });
+  const db = createPostgresDb({ url, schema, max: 5, ...options });
   await migrate(db);
   return {
     db,
@@ -135,7 +137,7 @@ export async function startService(
 ): Promise<TestService> {
   const config = loadConfig({ SVC_LOG_LEVEL: 'info', ...env });
   const clock = manualClock();
-  const { db, drop } = await openTestDb();
+  const { db, drop } = await openTestDb({ connectionTimeoutMs: config.dbPoolWaitMs });
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, done) {

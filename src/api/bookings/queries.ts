@@ -7,6 +7,7 @@ import type { Position } from '../../http/cursor.js';
 import { afterPosition } from '../pagination.js';
 import type { BookingFilters } from './filters.js';
 import type { BookingRow } from './view.js';
+import { visibleTo } from './visibility.js';
 
 /**
  * Columns of a returned booking (`b`). What it links to is read by primary key for each row kept,
@@ -88,7 +89,7 @@ export function listBookings(
   return db.query<BookingRow>(sql, params);
 }
 
-const VISIBLE = '(b.originator_organization_id = $2 OR b.executor_organization_id = $2)';
+const VISIBLE = visibleTo('$2');
 
 /**
  * The booking this integration linked to `externalId`, if the organization still sees it. Served

@@ -1,5 +1,7 @@
 // GET /bookings and GET /bookings/{id}.
-import type { Deps } from '../../apps/deps.js';
+import type { Queryable } from '../../db/db.js';
+import { isUuid } from '../../domain/ids.js';
+import type { CursorCodec } from '../../http/cursor.js';
 import { notFound } from '../../http/errors.js';
 import { identityOf } from '../../http/guard.js';
 import type { App } from '../../http/kit.js';
@@ -9,10 +11,14 @@ import { bookingByExternalId, findBooking, listBookings } from './queries.js';
 import { Booking, BookingIdParams, BookingListQuery } from './schemas.js';
 import { bookingView } from './view.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const REFERENCE = /^[0-9]{1,32}$/;
 
-export function bookingRoutes(app: App, deps: Pick<Deps, 'db' | 'cursors'>): void {
+export interface BookingRouteDeps {
+  db: Queryable;
+  cursors: CursorCodec;
+}
+
+export function bookingRoutes(app: App, deps: BookingRouteDeps): void {
   const { db, cursors } = deps;
 
   app.get(
@@ -53,7 +59,7 @@ export function bookingRoutes(app: App, deps: Pick<Deps, 'db' | 'cursors'>): voi
       const { organization, integration, scopes } = identityOf(request);
       const { id } = request.params;
       // A value that can name no booking is answered like a missing one.
-      const by = UUID.test(id) ? { id: id.toLowerCase() } : REFERENCE.test(id) ? { reference: id } : null;
+      const by = isUuid(id) ? { id: id.toLowerCase() } : REFERENCE.test(id) ? { reference: id } : null;
       if (!by) throw notFound();
       const reader = { organizationId: organization.id, integrationId: integration.id };
       const row = await findBooking(db, reader, by);

@@ -1,6 +1,8 @@
 // GET /customers, /drivers, /vehicles and their /{id}: only the caller's organization's rows.
 import type { Static, TSchema } from 'typebox';
-import type { Deps } from '../../apps/deps.js';
+import type { Queryable } from '../../db/db.js';
+import { isUuid } from '../../domain/ids.js';
+import type { CursorCodec } from '../../http/cursor.js';
 import { notFound } from '../../http/errors.js';
 import { identityOf } from '../../http/guard.js';
 import type { App } from '../../http/kit.js';
@@ -16,7 +18,10 @@ import {
 } from './queries.js';
 import { CatalogueIdParams, CatalogueListQuery, Customer, Driver, Vehicle } from './schemas.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export interface CatalogueRouteDeps {
+  db: Queryable;
+  cursors: CursorCodec;
+}
 
 interface Resource<S extends TSchema> {
   path: string;
@@ -43,7 +48,7 @@ const RESOURCES = [
   { path: '/vehicles', scope: 'vehicles:read', table: VEHICLES, schema: Vehicle, view: asIs },
 ] as Resource<TSchema>[];
 
-function resourceRoutes(app: App, deps: Pick<Deps, 'db' | 'cursors'>, r: Resource<TSchema>): void {
+function resourceRoutes(app: App, deps: CatalogueRouteDeps, r: Resource<TSchema>): void {
   const { db, cursors } = deps;
   const view = r.view as (row: unknown) => unknown;
 
@@ -80,13 +85,13 @@ function resourceRoutes(app: App, deps: Pick<Deps, 'db' | 'cursors'>, r: Resourc
       const { organization } = identityOf(request);
       const { id } = request.params;
       // Not a UUID names nothing: the same 404 as a missing or foreign row.
-      const row = UUID.test(id) ? await findCatalogue(db, r.table, organization.id, id.toLowerCase()) : null;
+      const row = isUuid(id) ? await findCatalogue(db, r.table, organization.id, id.toLowerCase()) : null;
       if (!row) throw notFound();
       return view(row);
     },
   );
 }
 
-export function catalogueRoutes(app: App, deps: Pick<Deps, 'db' | 'cursors'>): void {
+export function catalogueRoutes(app: App, deps: CatalogueRouteDeps): void {
   for (const resource of RESOURCES) resourceRoutes(app, deps, resource);
 }

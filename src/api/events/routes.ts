@@ -1,5 +1,6 @@
 // GET /events: the organization's event log, most recent first.
-import type { Deps } from '../../apps/deps.js';
+import type { Queryable } from '../../db/db.js';
+import type { CursorCodec } from '../../http/cursor.js';
 import { identityOf } from '../../http/guard.js';
 import type { App } from '../../http/kit.js';
 import { Page, readPage } from '../pagination.js';
@@ -7,7 +8,12 @@ import { listEvents } from './queries.js';
 import { Event, EventListQuery } from './schemas.js';
 import { eventView } from './view.js';
 
-export function eventRoutes(app: App, deps: Pick<Deps, 'db' | 'cursors'>): void {
+export interface EventRouteDeps {
+  db: Queryable;
+  cursors: CursorCodec;
+}
+
+export function eventRoutes(app: App, deps: EventRouteDeps): void {
   const { db, cursors } = deps;
 
   app.get(

@@ -3,6 +3,7 @@
 // linked or read by the wrong organization.
 import { PgCode, pgConstraint, pgErrorCode, type Queryable } from '../../db/db.js';
 import { AppError, notFound } from '../../http/errors.js';
+import { visibleTo } from '../bookings/visibility.js';
 
 export interface LinkRow {
   id: string;
@@ -17,7 +18,7 @@ export interface Caller {
   organizationId: string;
 }
 
-const VISIBLE = '(b.originator_organization_id = $3 OR b.executor_organization_id = $3)';
+const VISIBLE = visibleTo('$3');
 
 /** The booking and this integration's link to it (nulls without one); null when not visible. */
 export async function readLink(q: Queryable, caller: Caller, bookingId: string): Promise<LinkRow | null> {

@@ -1,5 +1,6 @@
 // GET, PUT and DELETE /bookings/{id}/external-id: one id per integration per booking.
 import type { Queryable } from '../../db/db.js';
+import { isUuid } from '../../domain/ids.js';
 import { notFound } from '../../http/errors.js';
 import { identityOf } from '../../http/guard.js';
 import type { App } from '../../http/kit.js';
@@ -7,10 +8,8 @@ import { type Caller, deleteLink, type LinkRow, readLink, writeLink } from './qu
 import { BookingPath, Deleted, ExternalIdBody, ExternalIdLink } from './schemas.js';
 
 // Canonical UUID text only; a booking number or anything else names no booking here.
-const BOOKING_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 function bookingId(raw: string): string {
-  if (!BOOKING_ID.test(raw)) throw notFound();
+  if (!isUuid(raw)) throw notFound();
   return raw.toLowerCase();
 }
 

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { Db } from '../../db/db.js';
+import { isUuid } from '../../domain/ids.js';
 import { AppError, invalidField, notFound } from '../../http/errors.js';
 import { identityOf } from '../../http/guard.js';
 import { completeWithin } from '../../http/idempotency.js';
@@ -54,10 +55,8 @@ export const TEST_LIMITS = {
   perOrganization: { limit: 60, windowMs: 60 * 60_000 },
 } as const;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 function webhookId(raw: string): string {
-  if (!UUID.test(raw)) throw notFound();
+  if (!isUuid(raw)) throw notFound();
   return raw.toLowerCase();
 }
 

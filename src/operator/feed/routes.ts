@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { type TSchema, Type } from 'typebox';
 import type { Db, Queryable } from '../../db/db.js';
 import { publishEvents } from '../../delivery/publish.js';
+import { isUuid } from '../../domain/ids.js';
 import { notFound } from '../../http/errors.js';
 import type { App } from '../../http/kit.js';
 import type { OperatorDeps } from '../deps.js';
@@ -20,14 +21,12 @@ import {
 import { constraintToClientError } from './constraints.js';
 import { Customer, CustomerBody, Deleted, Driver, DriverBody, Vehicle, VehicleBody } from './schemas.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 // Path ids are plain strings in the schema: one that cannot name a resource is a 404, like a
 // missing one, not a 400.
 const Params = Type.Object({ id: Type.String(), rid: Type.String() });
 
 function pathIds(params: { id: string; rid: string }): [string, string] {
-  if (!UUID.test(params.id) || !UUID.test(params.rid)) throw notFound();
+  if (!isUuid(params.id) || !isUuid(params.rid)) throw notFound();
   return [params.id.toLowerCase(), params.rid.toLowerCase()];
 }
 

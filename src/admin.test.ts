@@ -1,0 +1,36 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { adminRequest } from './admin.js';
+
+const words = (line: string) => line.split(' ');
+
+test('org create: booleans are flags, as the help shows them', () => {
+  assert.deepEqual(adminRequest(words('org create --code 4242 --name X --webhooks --outbox')), [
+    'POST',
+    '/organizations',
+    { code: '4242', name: 'X', webhooks_enabled: true, outbox_enabled: true, api_enabled: true },
+  ]);
+  assert.deepEqual(adminRequest(words('org create --code 4242 --name X --no-api'))?.[2], {
+    code: '4242',
+    name: 'X',
+    webhooks_enabled: false,
+    outbox_enabled: false,
+    api_enabled: false,
+  });
+});
+
+test('org update: --flag and --no-flag set a boolean; absent leaves it as it is', () => {
+  const id = '0b6c5e2e-4c1c-4a8e-9a51-7b7e8e0f9a10';
+  assert.deepEqual(adminRequest(words(`org update ${id} --no-webhooks --api`)), [
+    'PATCH',
+    `/organizations/${id}`,
+    { name: undefined, api_enabled: true, webhooks_enabled: false, outbox_enabled: undefined },
+  ]);
+});
+
+test('a value given to a boolean is an error naming it', () => {
+  const id = '0b6c5e2e-4c1c-4a8e-9a51-7b7e8e0f9a10';
+  assert.throws(() => adminRequest(words(`org update ${id} --webhooks maybe`)), /"maybe"/);
+  assert.throws(() => adminRequest(words(`org update ${id} --webhooks false`)), /"false"/);
+  assert.throws(() => adminRequest(words('org create --code 1 --name X --webhooks=yes')), /--webhooks/);
+});

@@ -1,0 +1,108 @@
+// What the server answers by itself, over a real socket: a client trickling its headers or its
+// body is dropped within SVC_REQUEST_TIMEOUT_MS with a 408, oversized headers are a 431 and
+// unparseable bytes a 400, each with the contract's envelope and a request id.
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { after, test } from 'node:test';
+import { serviceForFile } from '../support/context.js';
+import { createTenant } from '../support/tenants.js';
+
+const REQUEST_TIMEOUT_MS = 1000;
+const svc = await serviceForFile({ SVC_REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS) });
+const t = await createTenant(svc);
+await svc.api.listen({ host: '127.0.0.1', port: 0 });
+const { port } = svc.api.server.address() as { port: number };
+after(() => svc.api.close());
+
+interface Exchange {
+  status: number;
+  headers: Record<string, string>;
+  body: any;
+  ms: number;
+}
+
+/**
+ * Opens a socket, writes `head`, then one byte of `trickle` every `everyMs` until the server
+ * answers or closes; resolves with the answer and how long it took.
+ */
+function exchange(head: string | Buffer, trickle = '', everyMs = 100): Promise<Exchange> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    let i = 0;
+    const timer = setInterval(() => {
+      if (i < trickle.length && socket.writable) socket.write(trickle[i++] as string);
+    }, everyMs);
+    const guard = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no answer within 10 s; got: ${received}`));
+    }, 10_000);
+    socket.on('data', (chunk) => {
+      received += chunk.toString('latin1');
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      clearInterval(timer);
+      clearTimeout(guard);
+      const [top = '', body = ''] = received.split('\r\n\r\n');
+      const [statusLine = '', ...lines] = top.split('\r\n');
+      const headers: Record<string, string> = {};
+      for (const line of lines) {
+        const at = line.indexOf(':');
+        headers[line.slice(0, at).toLowerCase()] = line.slice(at + 1).trim();
+      }
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(body);
+      } catch {
+        parsed = body;
+      }
+      resolve({ status: Number(statusLine.split(' ')[1]), headers, body: parsed, ms: Date.now() - started });
+    });
+    socket.write(head);
+  });
+}
+
+function assertEnvelope(res: Exchange, status: number, code: string): void {
+  assert.equal(res.status, status, JSON.stringify(res));
+  assert.equal(res.body?.error?.code, code, JSON.stringify(res.body));
+  assert.match(String(res.headers['x-svc-request-id']), /^req_[A-Za-z0-9_-]+$/);
+  assert.equal(res.body.error.request_id, res.headers['x-svc-request-id']);
+  assert.match(res.headers['content-type'] ?? '', /^application\/json/);
+}
+
+test('a body trickled a byte at a time is dropped with 408 within the request time-out', async () => {
+  const body = JSON.stringify({ external_id: 'slow-client-0001' });
+  const head =
+    `PUT /api/v1/bookings/00000000-0000-4000-8000-000000000000/external-id HTTP/1.1\r\n` +
+    `Host: x\r\nAuthorization: Bearer ${t.key}\r\nContent-Type: application/json\r\n` +
+    `Content-Length: ${body.length}\r\n\r\n`;
+  const res = await exchange(head, body, 200);
+  console.log(`trickled body dropped after ${res.ms} ms (SVC_REQUEST_TIMEOUT_MS ${REQUEST_TIMEOUT_MS})`);
+  assertEnvelope(res, 408, 'request_timeout');
+  assert.ok(res.ms < REQUEST_TIMEOUT_MS + 1_200, `${res.ms} ms`);
+});
+
+test('headers trickled a byte at a time are dropped with 408 within the request time-out', async () => {
+  const res = await exchange(
+    'GET /api/v1/integrations/me HTTP/1.1\r\nHost: x\r\n',
+    'X-Slow: '.repeat(20),
+    100,
+  );
+  console.log(`trickled headers dropped after ${res.ms} ms`);
+  assertEnvelope(res, 408, 'request_timeout');
+  assert.ok(res.ms < REQUEST_TIMEOUT_MS + 1_200, `${res.ms} ms`);
+});
+
+test('oversized headers are a 431 with the envelope', async () => {
+  const res = await exchange(
+    `GET /api/v1/integrations/me HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+  );
+  assertEnvelope(res, 431, 'headers_too_large');
+});
+
+test('bytes that are not HTTP are a 400 with the envelope', async () => {
+  const res = await exchange('GET /api/v1/integrations/me HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n');
+  assertEnvelope(res, 400, 'validation_error');
+});
