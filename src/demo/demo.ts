@@ -3,6 +3,7 @@
 // Keys are never stored in clear, so a restart revokes the previous demo key and prints a new one.
 import type { Config } from '../config.js';
 import type { Db } from '../db/db.js';
+import { publishEvents } from '../delivery/publish.js';
 import type { IdentityCache } from '../http/auth.js';
 import { ACTIVE_SCOPES } from '../http/scopes.js';
 import { createApiKey } from '../operator/integrations.js';
@@ -40,6 +41,8 @@ export async function prepareDemo(deps: DemoDeps): Promise<DemoAccess> {
     await seedDemoData(q, id);
     return id;
   });
+  // Its life cycle is in the event log at once, also after `svc demo` alone (no worker running).
+  await publishEvents(db);
   let [integration] = await db.query<{ id: string; scopes: string[] }>(
     `SELECT id, scopes FROM integrations WHERE organization_id = $1 AND name = 'Demo' ORDER BY created_at LIMIT 1`,
     [organizationId],
