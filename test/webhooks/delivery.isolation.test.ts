@@ -9,8 +9,10 @@ import { createWebhook, webhookHarness, webhookTenant } from '../support/webhook
 const { svc, receiver } = await webhookHarness({
   SVC_WEBHOOK_CONCURRENCY: '6',
   SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK: '2',
-  SVC_WEBHOOK_TIMEOUT_MS: '3000',
-  SVC_WEBHOOK_LEASE_SECONDS: '5',
+  // Long enough that no hanging attempt ends during the test, even on a busy machine: the other
+  // webhook must be served while they all still hang.
+  SVC_WEBHOOK_TIMEOUT_MS: '20000',
+  SVC_WEBHOOK_LEASE_SECONDS: '30',
 });
 
 test('ten deliveries stuck on a hanging receiver do not delay another webhook', async () => {
@@ -32,14 +34,10 @@ test('ten deliveries stuck on a hanging receiver do not delay another webhook', 
   const sent = Date.now();
   await putBooking(svc, other.organization.id);
   while (!receiver.requests.some((r) => r.path === fast)) {
-    assert.ok(Date.now() - sent < 2500, 'the other webhook waited for the hanging one');
+    assert.ok(Date.now() - sent < 10_000, 'the other webhook waited for the hanging one');
     await new Promise((r) => setTimeout(r, 10));
   }
-  const arrived = receiver.requests.find((r) => r.path === fast);
-  assert.ok(
-    (arrived?.receivedAt ?? 0) - sent < 1000,
-    `arrived after ${(arrived?.receivedAt ?? 0) - sent} ms`,
-  );
+  assert.equal(receiver.requests.filter((r) => r.path === slow).length, 2, 'served while both still hang');
   const inFlight = await svc.db.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'delivering'`,
     [hook.id],
