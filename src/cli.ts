@@ -139,6 +139,7 @@ async function serve(args: string[]): Promise<number> {
   await worker.stop(WORKER_GRACE_MS);
   await deps.limiter.close();
   await db.close();
+  deps.logger.info('stopped cleanly');
   return 0;
 }
 
