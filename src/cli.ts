@@ -1,5 +1,7 @@
 // svc: serve | worker | migrate | demo | admin
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { adminCommand } from './admin.js';
 import { buildOperatorApp } from './apps/operator.js';
@@ -7,7 +9,8 @@ import { buildPublicApp, PUBLIC_PREFIX } from './apps/public.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { migrate } from './db/migrate.js';
 import type { Worker } from './delivery/worker.js';
-import { prepareDemo, printDemoBanner } from './demo/demo.js';
+import { prepareDemo, printDemoBanner, writeDemoEnv } from './demo/demo.js';
+import { MAX_RATE, type Simulation, startSimulation } from './demo/simulate.js';
 import { httpStoppable, type Stoppable, shutdown } from './lifecycle.js';
 import { startMaintenance } from './maintenance.js';
 import { createDeps, openDatabase, startDeliveryWorker } from './runtime.js';
@@ -17,16 +20,24 @@ const USAGE = `Usage: svc <command>
   serve [--demo]   public API (SVC_PORT, 8080), operator API (SVC_OPERATOR_PORT, 8081) and a
                    webhook delivery worker
                    --demo: seed the demo organization when missing and print a fresh API key
-                   (embedded database only, unless --allow-server-database)
+                   (of SVC_ENVIRONMENT); on the embedded database it also lets webhooks reach
+                   the example receiver on this machine (examples/tls). Embedded database
+                   only, unless --allow-server-database (a staging database)
+        [--simulate [--rate N] [--seed S]]
+                   with --demo: move the demo's bookings through their life cycle, N changes
+                   (events) per second (default 1); the same seed makes the same changes
   worker           webhook delivery workers only (PostgreSQL), for scale-out beside serve
   migrate          apply database migrations and exit
-  demo             seed the demo organization when missing and exit (same rule)
+  demo [--simulate [--rate N] [--seed S]]
+                   seed the demo organization when missing and exit; with --simulate, make
+                   simulated traffic until stopped (PostgreSQL, beside svc serve; with
+                   --allow-server-database, as the demo refuses a server database otherwise)
   admin ...        client of the operator API (svc admin help)
 `;
 
-function config(): Config {
+function config(env: Record<string, string | undefined> = process.env): Config {
   try {
-    return loadConfig();
+    return loadConfig(env);
   } catch (error) {
     if (error instanceof ConfigError) throw new Error(`Invalid configuration: ${error.message}`);
     throw error;
@@ -48,13 +59,58 @@ function refuseDemoOnServer(cfg: Config, allowed: boolean): void {
   }
 }
 
+/** The CA of the example receiver's certificate (examples/tls), beside the compiled code. */
+export const EXAMPLES_CA_FILE = fileURLToPath(new URL('../examples/tls/ca.pem', import.meta.url));
+
+/**
+ * `serve --demo` on the embedded database is a laptop: there webhooks may reach the example
+ * receiver (loopback, any port, its certificate signed by examples/tls/ca.pem) unless the
+ * variables say otherwise. On a server database (DATABASE_URL) nothing is widened.
+ */
+function laptopDemoConfig(cfg: Config): Config {
+  if (cfg.databaseUrl) return cfg;
+  const defaults: Record<string, string> = { SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' };
+  if (existsSync(EXAMPLES_CA_FILE)) defaults.SVC_WEBHOOK_CA_FILE = EXAMPLES_CA_FILE;
+  return config({ ...defaults, ...process.env });
+}
+
+const SIMULATION_OPTIONS = {
+  simulate: { type: 'boolean', default: false },
+  rate: { type: 'string' },
+  seed: { type: 'string' },
+} as const;
+
+function simulationOf(values: {
+  simulate?: boolean;
+  rate?: string;
+  seed?: string;
+}): { rate: number; seed: number } | null {
+  if (!values.simulate) {
+    if (values.rate !== undefined || values.seed !== undefined)
+      throw new Error('--rate and --seed go with --simulate');
+    return null;
+  }
+  const rate = values.rate === undefined ? 1 : Number(values.rate);
+  if (!Number.isFinite(rate) || rate <= 0 || rate > MAX_RATE) {
+    throw new Error(`--rate: changes per second, more than 0 and at most ${MAX_RATE}`);
+  }
+  const seed = values.seed === undefined ? Date.now() % 1_000_000 : Number(values.seed);
+  if (!Number.isSafeInteger(seed) || seed < 0) throw new Error('--seed: a whole number, 0 or more');
+  return { rate, seed };
+}
+
 async function serve(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args,
-    options: { demo: { type: 'boolean', default: false }, ...DEMO_OPTIONS },
+    options: { demo: { type: 'boolean', default: false }, ...SIMULATION_OPTIONS, ...DEMO_OPTIONS },
   });
-  const cfg = config();
-  if (values.demo) refuseDemoOnServer(cfg, values['allow-server-database']);
+  const simulation = simulationOf(values);
+  if (simulation && !values.demo) throw new Error('--simulate goes with --demo (it moves the demo bookings)');
+  let cfg = config();
+  if (values.demo) {
+    refuseDemoOnServer(cfg, values['allow-server-database']);
+    cfg = laptopDemoConfig(cfg);
+  }
   let operatorToken = cfg.operatorToken;
   if (!operatorToken) {
     if (!values.demo)
@@ -71,22 +127,34 @@ async function serve(args: string[]): Promise<number> {
   const maintenance = startMaintenance(deps);
   const worker = await startDeliveryWorker(deps);
 
+  let simulator: Simulation | null = null;
   if (demo) {
     const address = api.server.address();
     const port = typeof address === 'object' && address ? address.port : cfg.port;
+    const baseUrl = `http://localhost:${port}${PUBLIC_PREFIX}`;
     printDemoBanner({
-      baseUrl: `http://localhost:${port}${PUBLIC_PREFIX}`,
+      baseUrl,
       operatorUrl: `http://${cfg.operatorHost}:${cfg.operatorPort}`,
       operatorToken: cfg.operatorToken ? null : operatorToken,
+      environment: cfg.environment,
+      database: cfg.databaseUrl ? 'PostgreSQL' : 'embedded',
+      envFile: await writeDemoEnv(cfg.dataDir, baseUrl, demo.key),
+      localWebhooks: cfg.webhooks.allowPrivateTargets && cfg.webhooks.caFile !== null,
+      simulation,
       ...demo,
     });
+    if (simulation) {
+      simulator = await startSimulation({
+        db,
+        organizationId: demo.organizationId,
+        logger: deps.logger,
+        ...simulation,
+      });
+    }
   }
 
-  await new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
+  await untilSignal();
+  await simulator?.stop();
   maintenance.stop();
   await shutdown(
     [httpStoppable('public API', api), httpStoppable('operator API', operator), workerStoppable(worker, cfg)],
@@ -95,6 +163,7 @@ async function serve(args: string[]): Promise<number> {
   );
   await deps.limiter.close();
   await db.close();
+  deps.logger.info('stopped cleanly');
   return 0;
 }
 
@@ -131,6 +200,36 @@ async function worker(): Promise<number> {
   return 0;
 }
 
+/** Seeds the demo and prints a key; with --simulate, makes traffic until stopped (beside svc serve). */
+async function demoCommand(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { ...SIMULATION_OPTIONS, ...DEMO_OPTIONS } });
+  const simulation = simulationOf(values);
+  const cfg = config();
+  refuseDemoOnServer(cfg, values['allow-server-database']);
+  if (simulation && !cfg.databaseUrl) {
+    throw new Error(
+      'svc demo --simulate needs DATABASE_URL (PostgreSQL): on the embedded database use svc serve --demo --simulate (npm start -- --simulate)',
+    );
+  }
+  const db = await openDatabase(cfg);
+  const deps = await createDeps(cfg, db);
+  const demo = await prepareDemo(deps);
+  console.log(JSON.stringify({ organization_id: demo.organizationId, key: demo.key }));
+  if (simulation) {
+    const simulator = await startSimulation({
+      db,
+      organizationId: demo.organizationId,
+      logger: deps.logger,
+      ...simulation,
+    });
+    await untilSignal();
+    await simulator.stop();
+  }
+  await deps.limiter.close();
+  await db.close();
+  return 0;
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
@@ -145,18 +244,8 @@ export async function main(argv: string[]): Promise<number> {
       console.log(JSON.stringify({ applied }));
       return 0;
     }
-    case 'demo': {
-      const { values } = parseArgs({ args: rest, options: DEMO_OPTIONS });
-      const cfg = config();
-      refuseDemoOnServer(cfg, values['allow-server-database']);
-      const db = await openDatabase(cfg);
-      const deps = await createDeps(cfg, db);
-      const demo = await prepareDemo(deps);
-      await deps.limiter.close();
-      await db.close();
-      console.log(JSON.stringify({ organization_id: demo.organizationId, key: demo.key }));
-      return 0;
-    }
+    case 'demo':
+      return demoCommand(rest);
     case 'admin':
       return adminCommand(rest, config());
     default:

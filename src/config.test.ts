@@ -46,6 +46,8 @@ describe('configuration', () => {
     assert.equal(config.operatorToken, null);
     assert.equal(config.masterKey, null);
     assert.equal(config.logLevel, 'info');
+    assert.equal(config.logFormat, 'auto');
+    assert.equal(loadConfig({ NODE_ENV: 'production' }).logFormat, 'json');
     assert.equal(config.trustProxy, false);
     assert.equal(config.dbPoolWaitMs, 2000);
     assert.equal(config.shutdownGraceMs, 10_000);
@@ -66,6 +68,7 @@ describe('configuration', () => {
       SVC_OPERATOR_URL: 'http://ops:9001',
       SVC_MASTER_KEY: master,
       SVC_LOG_LEVEL: 'warn',
+      SVC_LOG_FORMAT: 'pretty',
       SVC_AUTH_CACHE_TTL_MS: '0',
       SVC_DB_STATEMENT_TIMEOUT_MS: '2500',
       SVC_DB_POOL_WAIT_MS: '700',
@@ -103,6 +106,7 @@ describe('configuration', () => {
         operatorUrl: 'http://ops:9001',
         masterKey: master,
         logLevel: 'warn',
+        logFormat: 'pretty',
         authCacheTtlMs: 0,
         statementTimeoutMs: 2500,
         dbPoolWaitMs: 700,

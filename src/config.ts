@@ -41,6 +41,8 @@ export interface Config {
   operatorUrl: string;
   masterKey: Buffer | null;
   logLevel: string;
+  /** auto: readable lines on a terminal, JSON elsewhere; JSON by default when NODE_ENV=production. */
+  logFormat: 'auto' | 'json' | 'pretty';
   authCacheTtlMs: number;
   /** A query running longer is cancelled by PostgreSQL (the request answers 500 internal). */
   statementTimeoutMs: number;
@@ -179,6 +181,12 @@ export function loadConfig(env: Env = process.env): Config {
       'SVC_LOG_LEVEL',
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
       'info',
+    ),
+    logFormat: oneOf(
+      env,
+      'SVC_LOG_FORMAT',
+      ['auto', 'json', 'pretty'],
+      env.NODE_ENV === 'production' ? 'json' : 'auto',
     ),
     authCacheTtlMs: int(env, 'SVC_AUTH_CACHE_TTL_MS', 5000, 0, 60_000),
     statementTimeoutMs: int(env, 'SVC_DB_STATEMENT_TIMEOUT_MS', 15_000, 100, 600_000),

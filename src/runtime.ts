@@ -11,6 +11,7 @@ import { startWorker, type Worker } from './delivery/worker.js';
 import { createIdentityCache } from './http/auth.js';
 import { createCursorCodec } from './http/cursor.js';
 import { createMetrics } from './http/metrics.js';
+import { prettyStream, wantsPretty } from './log-pretty.js';
 import { createLogger } from './logger.js';
 import { withFallback } from './ratelimit/fallback.js';
 import { createMemoryStore } from './ratelimit/memory.js';
@@ -82,7 +83,11 @@ export async function createDeps(config: Config, db: Db): Promise<Deps> {
   const now = Date.now;
   const masterKey = await resolveMasterKey(config);
   await migrate(db);
-  const logger = createLogger(config.logLevel);
+  const stdout = process.stdout;
+  const logger = createLogger(
+    config.logLevel,
+    wantsPretty(config.logFormat, stdout.isTTY) ? prettyStream(stdout, stdout.isTTY === true) : undefined,
+  );
   return {
     config,
     db,

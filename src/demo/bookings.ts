@@ -116,7 +116,7 @@ function statusAt(index: number, pickup: number, now: number): InternalStatus {
   return FUTURE[index % FUTURE.length] as InternalStatus;
 }
 
-interface Draft {
+export interface Draft {
   index: number;
   pickup: number;
   originator: Side;
@@ -134,7 +134,7 @@ function passengerOf(rand: Random) {
   return { name, phone: `+34${rand.int(600_000_000, 699_999_999)}`, email };
 }
 
-function bookingInput(rand: Random, d: Draft, now: number): BookingInput {
+export function bookingInput(rand: Random, d: Draft, now: number): BookingInput {
   const hourly = d.index % 5 === 2;
   const fromAirport = !hourly && rand.chance(0.5);
   const pickup = fromAirport ? AIRPORT : rand.pick(PLACES);

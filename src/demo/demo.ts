@@ -1,6 +1,9 @@
 // The embedded demo: one organization with a catalogue and bookings (some received from a partner
-// through the exchange), one integration holding every scope, and a fresh live key on every start.
+// through the exchange), one integration holding every scope, and a fresh key of the server's
+// environment (SVC_ENVIRONMENT: svc_live_ or svc_test_) on every start.
 // Keys are never stored in clear, so a restart revokes the previous demo key and prints a new one.
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Config } from '../config.js';
 import type { Db } from '../db/db.js';
 import { publishEvents } from '../delivery/publish.js';
@@ -72,32 +75,79 @@ export async function prepareDemo(deps: DemoDeps): Promise<DemoAccess> {
   return { organizationId, key: issued.key, bookingReference: booking?.reference ?? null };
 }
 
-export function printDemoBanner(info: {
+export interface BannerInfo {
   baseUrl: string;
   operatorUrl: string;
   operatorToken: string | null;
   key: string;
   bookingReference: string | null;
-}): void {
+  environment: 'live' | 'test';
+  database: 'embedded' | 'PostgreSQL';
+  /** Where the key and address were written for the examples (`--env-file`), if they were. */
+  envFile: string | null;
+  /** The receiver can be reached: the demo trusts examples/tls and allows loopback targets. */
+  localWebhooks: boolean;
+  simulation: { rate: number; seed: number } | null;
+}
+
+/** The demo's address and current key, for `node --env-file=… examples/…`; readable by the owner only. */
+export async function writeDemoEnv(dataDir: string, baseUrl: string, key: string): Promise<string> {
+  await mkdir(dataDir, { recursive: true });
+  const file = join(dataDir, 'demo.env');
+  const text = [
+    '# Written by `svc serve --demo` at every start: the demo API and its current key (the previous one',
+    '# is revoked). For the examples: node --env-file=data/demo.env examples/webhook-receiver.mjs',
+    `SVC_BASE_URL=${baseUrl}`,
+    `SVC_API_KEY=${key}`,
+    '',
+  ].join('\n');
+  await writeFile(file, text, { mode: 0o600 });
+  await chmod(file, 0o600);
+  return file;
+}
+
+export function demoBanner(info: BannerInfo): string {
+  const origin = new URL(info.baseUrl).origin;
+  const auth = `-H "Authorization: Bearer ${info.key}"`;
   const lines = [
     '',
-    'SVC Integration API is running on its embedded database (demo data).',
+    `SVC Integration API is running on ${info.database === 'embedded' ? 'its embedded database' : 'PostgreSQL'} (demo data).`,
     '',
-    `  API key (live, every scope; a new one is printed on each start):`,
+    `  API key (${info.environment}, every scope; a new one is printed on each start):`,
     `    ${info.key}`,
     '',
     '  Try it:',
-    `    curl -s -H "Authorization: Bearer ${info.key}" ${info.baseUrl}/integrations/me`,
-    `    curl -s -H "Authorization: Bearer ${info.key}" "${info.baseUrl}/bookings?limit=2"`,
+    `    curl -s ${auth} ${info.baseUrl}/integrations/me`,
+    `    curl -s ${auth} "${info.baseUrl}/bookings?limit=2"`,
   ];
-  if (info.bookingReference) {
+  if (info.bookingReference)
+    lines.push(`    curl -s ${auth} ${info.baseUrl}/bookings/${info.bookingReference}`);
+  lines.push('', `  API reference: ${origin}/docs`);
+  if (info.envFile) {
+    lines.push('', '  Receive verified webhooks on this machine (in another terminal):');
+    lines.push(`    node --env-file=${info.envFile} examples/webhook-receiver.mjs`);
+    if (!info.localWebhooks) {
+      lines.push(
+        '    (this server does not trust examples/tls: start it with SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS=true',
+        '     and SVC_WEBHOOK_CA_FILE=examples/tls/ca.pem, or give the receiver a public https address)',
+      );
+    }
+  }
+  if (info.simulation) {
     lines.push(
-      `    curl -s -H "Authorization: Bearer ${info.key}" ${info.baseUrl}/bookings/${info.bookingReference}`,
+      '',
+      `  Simulated traffic: ${info.simulation.rate} booking change(s) per second, seed ${info.simulation.seed}.`,
     );
+  } else {
+    lines.push('', '  Simulated booking traffic: npm start -- --simulate [--rate N] [--seed S]');
   }
   lines.push('', `  Operator API: ${info.operatorUrl}/operator/v1`);
   if (info.operatorToken)
     lines.push(`    SVC_OPERATOR_TOKEN=${info.operatorToken}   (generated for this run)`);
   lines.push('');
-  process.stdout.write(`${lines.join('\n')}\n`);
+  return `${lines.join('\n')}\n`;
+}
+
+export function printDemoBanner(info: BannerInfo): void {
+  process.stdout.write(demoBanner(info));
 }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { publishEvents } from '../../src/delivery/publish.js';
 import { planBookings, type Side } from '../../src/demo/bookings.js';
 import { PARTNER_CODE } from '../../src/demo/data.js';
 import { DEMO_CODE, prepareDemo } from '../../src/demo/demo.js';
@@ -78,6 +79,8 @@ test('the demo seeds a catalogue, the exchange and bookings of every status', as
   assert.ok(received.some((b) => b.driver_id !== null));
   assert.ok(received.every((b) => b.reference.startsWith(PARTNER_CODE)));
 
+  // Events enter the log when the publisher (a worker's job) takes them from the outbox.
+  await publishEvents(svc.db);
   const types = await svc.db.query<{ type: string }>(
     'SELECT DISTINCT type FROM events WHERE organization_id = $1',
     [demo.organizationId],

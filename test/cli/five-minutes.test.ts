@@ -1,0 +1,95 @@
+// README "Try it in five minutes", run as written: the commands are read out of the section (so
+// the README cannot drift from what works) and run by a shell in a fresh copy of the project
+// folder (links to this one, with a data directory and build output of its own), as real processes:
+// `npm start` builds and serves, the example receiver gets a verified webhook, the mirror writes
+// every booking. Only ports are changed, through the environment, so nothing else on the machine
+// is disturbed.
+import assert from 'node:assert/strict';
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { after, test } from 'node:test';
+import { freePort, start } from '../support/processes.js';
+
+const ROOT = resolve('.');
+
+/** The shell commands of the README section, one list per code block. */
+function fiveMinuteCommands(readme: string): string[][] {
+  const section = /^## Try it in five minutes\n([\s\S]*?)(?=^## )/m.exec(readme)?.[1];
+  assert.ok(section, 'README has a "Try it in five minutes" section');
+  const blocks = [...section.matchAll(/^( *)```sh\n([\s\S]*?)^\1```/gm)];
+  return blocks.map((b) =>
+    (b[2] ?? '')
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line !== '' && !line.startsWith('#')),
+  );
+}
+
+/** This folder again, with `data/` and `dist/` of its own (bin/ and tsconfig.json copied so they resolve there). */
+async function projectCopy(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-five-minutes-'));
+  for (const entry of await readdir(ROOT)) {
+    if (['data', 'dist', '.git', 'bin', 'tsconfig.json'].includes(entry)) continue;
+    await symlink(join(ROOT, entry), join(dir, entry));
+  }
+  await mkdir(join(dir, 'bin'));
+  await copyFile(join(ROOT, 'bin', 'svc.js'), join(dir, 'bin', 'svc.js'));
+  await copyFile(join(ROOT, 'tsconfig.json'), join(dir, 'tsconfig.json'));
+  return dir;
+}
+
+let dir: string | undefined;
+after(() => (dir ? rm(dir, { recursive: true, force: true }) : undefined));
+
+test('the README section runs as written and a verified webhook arrives', async () => {
+  const blocks = fiveMinuteCommands(await readFile(join(ROOT, 'README.md'), 'utf8'));
+  assert.equal(blocks.length, 3, 'three steps: the service, the receiver, the mirror');
+  const [serve, receive, mirror] = blocks.map((b) => {
+    assert.equal(b.length, 1, `one command a step: ${b.join(' / ')}`);
+    return b[0] as string;
+  }) as [string, string, string];
+  assert.match(serve, /^npm start\b/);
+
+  dir = await projectCopy();
+  const port = await freePort();
+  const env = {
+    ...process.env,
+    SVC_PORT: String(port),
+    SVC_OPERATOR_PORT: String(await freePort()),
+    SVC_HOST: '127.0.0.1',
+    RECEIVER_PORT: String(await freePort()),
+  };
+  // `exec`: the command itself leads its process group, and Ctrl-C (SIGINT to the group, as a
+  // terminal sends it) is answered by it, not by a shell around it.
+  const shell = (command: string) => start('sh', ['-c', `exec ${command}`], { cwd: dir, env, group: true });
+
+  // 1. The service: built, seeded, listening, the banner printed, traffic simulated.
+  const server = shell(serve);
+  const banner = await server.waitFor(/Operator API: .*\n/, 240_000);
+  assert.match(banner, /API key \(live, every scope/);
+  assert.match(banner, new RegExp(`API reference: http://localhost:${port}/docs`));
+  assert.ok(banner.includes(receive), `the banner tells how to start the receiver: ${receive}`);
+  assert.match(banner, /Simulated traffic: 1 booking change\(s\) per second/);
+
+  // 2. The receiver: registered, and deliveries from the service's worker verified, simulated
+  // changes as well as the test delivery.
+  const receiver = shell(receive);
+  await receiver.waitFor(/registered webhook \S+ -> https:\/\/localhost:\d+\/webhooks/, 60_000);
+  await receiver.waitFor(/verified webhook\.test /, 30_000);
+  await receiver.waitFor(/verified booking\.\w+ \S+ booking \d+ \w+/, 30_000);
+  assert.ok(!receiver.output().includes('refused'), receiver.output());
+
+  // 3. The mirror.
+  const copy = shell(mirror);
+  assert.equal(await copy.exited(), 0, copy.output());
+  const mirrored = JSON.parse(await readFile(join(dir, 'data', 'bookings.json'), 'utf8'));
+  assert.ok(mirrored.count >= 60, `the demo's bookings: ${mirrored.count}`);
+  assert.match(copy.output(), new RegExp(`mirrored ${mirrored.count} bookings`));
+
+  assert.equal(await receiver.stop('SIGINT'), 0, receiver.output());
+  // npm itself may end by the signal, as it does at a terminal; the service must have stopped cleanly.
+  const code = await server.stop('SIGINT');
+  assert.ok(code === 0 || server.child.signalCode === 'SIGINT', `npm start ended with ${code}`);
+  assert.match(server.output(), /"msg":"stopped cleanly"/, 'Ctrl-C stops the service cleanly');
+});

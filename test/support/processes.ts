@@ -1,0 +1,113 @@
+// Real processes for tests of what a person runs: `svc` from source (as `npm start` runs it from
+// dist), the examples, shell commands. Every process started here is killed after the file's last
+// test, so a failed assertion never leaves one running.
+import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { after } from 'node:test';
+
+const ENTRY =
+  'import("./src/cli.ts").then(async (m) => { process.exitCode = await m.main(process.argv.slice(1)); })';
+
+const children: ChildProcess[] = [];
+const groups = new WeakSet<ChildProcess>();
+
+after(() => {
+  for (const child of children) {
+    if (child.exitCode !== null || child.signalCode !== null) continue;
+    // A process group of its own (detached) is killed whole: npm and the node it started.
+    if (child.pid !== undefined && groups.has(child)) {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {}
+    } else {
+      child.kill('SIGKILL');
+    }
+  }
+});
+
+export interface Started {
+  child: ChildProcess;
+  /** Everything printed so far, standard output and error interleaved. */
+  output(): string;
+  /** Resolves with everything printed once `pattern` appears; rejects on exit or time-out. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  exited(): Promise<number | null>;
+  /** Sends `signal` (to the whole group when it has one) and waits for the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export function start(
+  command: string,
+  args: string[],
+  options: SpawnOptions & { group?: boolean } = {},
+): Started {
+  const child = spawn(command, args, {
+    ...options,
+    detached: options.group ?? false,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  if (options.group) groups.add(child);
+  let out = '';
+  const listeners = new Set<() => void>();
+  const onData = (chunk: Buffer) => {
+    out += chunk.toString();
+    for (const l of listeners) l();
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    output: () => out,
+    waitFor(pattern, timeoutMs = 60_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          if (!pattern.test(out)) return;
+          done();
+          resolve(out);
+        };
+        const timer = setTimeout(() => {
+          done();
+          reject(new Error(`timed out waiting for ${pattern}:\n${out}`));
+        }, timeoutMs);
+        const done = () => {
+          clearTimeout(timer);
+          listeners.delete(check);
+        };
+        listeners.add(check);
+        void exit.then((code) => {
+          if (pattern.test(out)) return;
+          done();
+          reject(new Error(`exited with ${code} before ${pattern}:\n${out}`));
+        });
+        check();
+      });
+    },
+    exited: () => exit,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) {
+        if (options.group && child.pid !== undefined) process.kill(-child.pid, signal);
+        else child.kill(signal);
+      }
+      return exit;
+    },
+  };
+}
+
+/** `svc …` from source with tsx, quiet unless told otherwise. */
+export function svc(args: string[], env: Record<string, string>): Started {
+  return start(process.execPath, ['--import', 'tsx', '-e', ENTRY, '--', ...args], {
+    env: { ...process.env, SVC_LOG_LEVEL: 'warn', ...env },
+  });
+}
+
+/** A TCP port free on loopback right now. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (typeof address !== 'object' || address === null) throw new Error('no port');
+  return address.port;
+}
