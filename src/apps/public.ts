@@ -9,6 +9,7 @@ import { type GuardDeps, installGuard } from '../http/guard.js';
 import { installIdempotency } from '../http/idempotency.js';
 import { type App, createHttpApp } from '../http/kit.js';
 import { collectRoutes } from '../openapi/collect.js';
+import { referenceRoutes } from '../openapi/reference.js';
 import { openapiRoutes } from '../openapi/routes.js';
 import type { Deps } from './deps.js';
 
@@ -62,5 +63,6 @@ export async function buildPublicApp(deps: Deps): Promise<App> {
     },
     { prefix: PUBLIC_PREFIX },
   );
+  referenceRoutes(app, `${PUBLIC_PREFIX}/openapi.json`);
   return app;
 }

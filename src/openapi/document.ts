@@ -538,7 +538,7 @@ export function openapiDocument(routes: readonly CollectedRoute[], prefix: strin
       description: INFO_DESCRIPTION,
       license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
-    servers: [{ url: prefix, description: 'This server (production: `{base_url}`, ending in /api/v1)' }],
+    servers: [{ url: prefix, description: 'This server (in production, the base url ending in /api/v1)' }],
     security: [{ bearerAuth: [] }],
     tags: [
       ...TAGS,

@@ -75,3 +75,20 @@ test('pricing is published as one of the two shapes by role', () => {
   assert.ok(!doc.components.schemas.Booking.required.includes('passenger'));
   assert.ok(!doc.components.schemas.Booking.required.includes('pricing'));
 });
+
+test('GET /docs and its assets are served by the service, without a key, under a same-origin policy', async () => {
+  const html = await svc.api.inject({ method: 'GET', url: '/docs' });
+  assert.equal(html.statusCode, 200);
+  assert.match(String(html.headers['content-type']), /^text\/html/);
+  assert.match(String(html.headers['content-security-policy']), /default-src 'self'/);
+  const sources = [...html.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1] as string);
+  assert.ok(sources.length >= 4);
+  for (const source of sources) {
+    assert.ok(source.startsWith('/docs/'), source);
+    const asset = await svc.api.inject({ method: 'GET', url: source });
+    assert.equal(asset.statusCode, 200, source);
+  }
+  const missing = await svc.api.inject({ method: 'GET', url: '/docs/index.html' });
+  assert.equal(missing.statusCode, 404);
+  assert.equal(JSON.parse(missing.body).error.code, 'not_found');
+});
