@@ -14,7 +14,9 @@ function collect(dir, out = []) {
 }
 
 const only = process.argv.slice(2);
-const files = only.length ? only : [...collect('src'), ...collect('test')].sort();
+const files = only.length
+  ? only
+  : [...collect('src'), ...collect('test'), ...collect('packages/client/test')].sort();
 const runs = [
   { name: 'embedded PGlite, in-memory limits', env: { TEST_DATABASE_URL: '', TEST_REDIS_URL: '' } },
 ];

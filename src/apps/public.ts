@@ -8,6 +8,9 @@ import { webhookRoutes } from '../api/webhooks/routes.js';
 import { type GuardDeps, installGuard } from '../http/guard.js';
 import { installIdempotency } from '../http/idempotency.js';
 import { type App, createHttpApp } from '../http/kit.js';
+import { collectRoutes } from '../openapi/collect.js';
+import { referenceRoutes } from '../openapi/reference.js';
+import { openapiRoutes } from '../openapi/routes.js';
 import type { Deps } from './deps.js';
 
 export const PUBLIC_PREFIX = '/api/v1';
@@ -32,6 +35,8 @@ export async function buildPublicApp(deps: Deps): Promise<App> {
     trustProxy: deps.config.trustProxy,
     metrics: deps.metrics,
   });
+  // Every route registered from here on is published in the OpenAPI document.
+  const routes = collectRoutes(app);
   installGuard(app, guardDeps(deps));
   installIdempotency(app, {
     db: deps.db,
@@ -54,8 +59,10 @@ export async function buildPublicApp(deps: Deps): Promise<App> {
           resolve: deps.resolve,
         },
       });
+      openapiRoutes(api as App, routes, PUBLIC_PREFIX);
     },
     { prefix: PUBLIC_PREFIX },
   );
+  referenceRoutes(app, `${PUBLIC_PREFIX}/openapi.json`);
   return app;
 }

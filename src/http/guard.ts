@@ -20,6 +20,8 @@ declare module 'fastify' {
     scopes?: readonly Scope[];
     /** A part of the API the organization must have enabled besides the API itself. */
     feature?: 'webhooks';
+    /** Served to anyone, without a key: the published contract and its reference page. */
+    public?: boolean;
   }
 }
 
@@ -107,6 +109,7 @@ export function installGuard(app: App, deps: GuardDeps): void {
   }
 
   app.addHook('onRequest', async (request, reply) => {
+    if (request.routeOptions.config.public) return;
     if (request.is404) {
       // A wrong method is the server's 405, before the API. An unknown path answers 404, but a key
       // sent with it is checked and counted like any other, so a valid key's answer carries the

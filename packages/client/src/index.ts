@@ -1,6 +1,7 @@
-// @svc/integration-client: what an integrator's code needs beside plain HTTP.
+// @svc/integration-client: a typed client of the Integration API v1 (generated from the published
+// document) and the verification of the webhooks it delivers.
+export * from './client.js';
 export type {
-  Booking,
   BookingEvent,
   BookingEventType,
   BookingStatus,

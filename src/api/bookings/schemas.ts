@@ -1,6 +1,6 @@
 // Schemas of the bookings read API: the query of the list, the path of a single booking and the
 // public Booking shape (also the `data` of booking webhooks).
-import { type Static, Type } from 'typebox';
+import { type Static, type TOptional, type TProperties, Type } from 'typebox';
 import {
   BOOKING_CHANNELS,
   BOOKING_STATUSES,
@@ -30,7 +30,9 @@ export const BookingListQuery = Type.Object(
 export type BookingListQuery = Static<typeof BookingListQuery>;
 
 /** The id is a UUID or a booking number; anything else is a 404, decided by the handler. */
-export const BookingIdParams = Type.Object({ id: Type.String() });
+export const BookingIdParams = Type.Object({
+  id: Type.String({ description: 'Booking UUID or booking number (digits); any other value answers 404' }),
+});
 
 const Place = Type.Object({ address: Type.String(), lat: Type.Number(), lng: Type.Number() });
 
@@ -39,26 +41,47 @@ const Extra = Type.Object({ name: Type.String(), amount: Type.Number(), per_pass
 /** Not described by the contract beyond "null in the common case": passed through as stored. */
 const Unspecified = Type.Unknown();
 
+/** The pricing an originator (or originator_and_executor) sees: every member, always present. */
+export const OriginatorPricing = Type.Object(
+  {
+    currency: Type.String(),
+    total: Type.Number(),
+    vat_pct: Type.Number(),
+    sale_total: Nullable(Type.Number()),
+    extras: Type.Array(Extra),
+    diet: Unspecified,
+    parking: Unspecified,
+    night_surcharge: Unspecified,
+    payment_mode: Type.String(),
+    payment_status: Type.String(),
+    paid_at: Nullable(DateTime),
+  },
+  { additionalProperties: false },
+);
+
+/** The pricing an executor sees: its own net only, never the originator's or its customer's price. */
+export const ExecutorPricing = Type.Object(
+  { currency: Type.String(), net_executor: Nullable(Type.Number()) },
+  { additionalProperties: false },
+);
+
+/** Every member of `properties` made optional. */
+function optionalMembers<P extends TProperties>(properties: P): { [K in keyof P]: TOptional<P[K]> } {
+  return Object.fromEntries(Object.entries(properties).map(([k, v]) => [k, Type.Optional(v)])) as never;
+}
+
 /**
- * Two shapes by role, written as one object whose members the view fills: for `originator` and
- * `originator_and_executor` every member but `net_executor`; for `executor` only `currency` and
- * `net_executor` (the originator's price and its customer's price never reach the executor).
- * One object rather than `anyOf` keeps the serializer from validating each booking to pick a branch.
+ * The response schema of both shapes: one object whose members are those of the two shapes, all
+ * optional but `currency`; the view fills one shape or the other. The published document shows the
+ * two shapes as a `oneOf` (src/openapi), but the serializer is given this one object, because
+ * fast-json-stringify writes a plain object directly whereas a `oneOf`/`anyOf` makes it validate
+ * every booking against each branch at run time to choose one.
  */
 export const Pricing = Type.Object(
   {
+    ...optionalMembers(OriginatorPricing.properties),
+    ...optionalMembers(ExecutorPricing.properties),
     currency: Type.String(),
-    total: Type.Optional(Type.Number()),
-    vat_pct: Type.Optional(Type.Number()),
-    sale_total: Type.Optional(Nullable(Type.Number())),
-    extras: Type.Optional(Type.Array(Extra)),
-    diet: Type.Optional(Unspecified),
-    parking: Type.Optional(Unspecified),
-    night_surcharge: Type.Optional(Unspecified),
-    payment_mode: Type.Optional(Type.String()),
-    payment_status: Type.Optional(Type.String()),
-    paid_at: Type.Optional(Nullable(DateTime)),
-    net_executor: Type.Optional(Nullable(Type.Number())),
   },
   { additionalProperties: false },
 );

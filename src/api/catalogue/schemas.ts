@@ -14,7 +14,9 @@ export const CatalogueListQuery = Type.Object(
 );
 
 /** Any string: one that is not a UUID names nothing and is answered with a 404. */
-export const CatalogueIdParams = Type.Object({ id: Type.String() });
+export const CatalogueIdParams = Type.Object({
+  id: Type.String({ description: 'UUID; any other value answers 404' }),
+});
 
 export const Customer = Type.Object({
   id: Uuid,

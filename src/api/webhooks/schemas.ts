@@ -2,7 +2,8 @@
 // shape in routes.ts (resolution, known types), so those answers name the field the same way.
 import { type Static, Type } from 'typebox';
 import { DateTime, Nullable, Uuid } from '../../http/schemas.js';
-import { BOOKING_EVENT_TYPES } from '../events/schemas.js';
+import { Booking } from '../bookings/schemas.js';
+import { BOOKING_EVENT_TYPES, EVENT_TYPES } from '../events/schemas.js';
 import { MAX_LIMIT } from '../pagination.js';
 
 export const MAX_WEBHOOKS_PER_INTEGRATION = 10;
@@ -54,7 +55,9 @@ export const DeliveryListQuery = Type.Object(
 );
 
 // Any string reaches the handler: an id that cannot name a webhook is a 404, like a missing one.
-export const WebhookPath = Type.Object({ id: Type.String() });
+export const WebhookPath = Type.Object({
+  id: Type.String({ description: 'Webhook UUID; any other value answers 404' }),
+});
 
 const webhookFields = {
   id: Uuid,
@@ -112,3 +115,19 @@ export const WebhookDelivery = Type.Object({
 export type WebhookDelivery = Static<typeof WebhookDelivery>;
 
 export const DeliveryList = Type.Object({ data: Type.Array(WebhookDelivery) });
+
+/**
+ * The body of a delivery (built in src/delivery/body.ts), for the published document. `data` is
+ * the booking, or null for `webhook.test` and for an executor that no longer sees the booking.
+ */
+export const DeliveryBody = Type.Object({
+  id: Uuid,
+  type: Type.Enum([...EVENT_TYPES]),
+  version: Type.Literal(1),
+  created_at: DateTime,
+  organization: Type.Object({ id: Uuid }),
+  resource: Type.Object({ type: Type.Enum(['booking', 'webhook']), id: Uuid }),
+  changes: Type.Array(Type.String()),
+  previous_status: Nullable(Type.String()),
+  data: Type.Union([Booking, Type.Null()]),
+});

@@ -1,0 +1,241 @@
+// The typed client of the Integration API v1: one typed method per operation of the published
+// document, an async iterator over every page of a list, retries with exponential back-off and
+// jitter where a retry is safe, and errors that carry the contract's `code`, `request_id` and
+// `details`. Types and the operation table are generated from openapi/openapi.json.
+import { randomUUID } from 'node:crypto';
+import { OPERATIONS } from './operations.js';
+import type { components, operations } from './schema.js';
+
+export type { components, operations, paths } from './schema.js';
+export type Schemas = components['schemas'];
+export type Booking = Schemas['Booking'];
+export type Customer = Schemas['Customer'];
+export type Driver = Schemas['Driver'];
+export type Vehicle = Schemas['Vehicle'];
+export type Event = Schemas['Event'];
+export type Webhook = Schemas['Webhook'];
+export type WebhookDelivery = Schemas['WebhookDelivery'];
+export type ErrorCode = Schemas['ErrorCode'];
+
+export type OperationId = keyof operations & keyof typeof OPERATIONS;
+
+type Params<K extends OperationId> = operations[K]['parameters'];
+type PathOf<K extends OperationId> = Params<K> extends { path: infer P } ? P : never;
+type QueryOf<K extends OperationId> = Params<K> extends { query?: infer Q } ? Q : never;
+type BodyOf<K extends OperationId> = operations[K] extends {
+  requestBody: { content: { 'application/json': infer B } };
+}
+  ? B
+  : never;
+
+type SuccessStatus = 200 | 201 | 202;
+/** The body of the operation's success answer. */
+export type ResultOf<K extends OperationId> = {
+  [S in keyof operations[K]['responses']]: S extends SuccessStatus
+    ? operations[K]['responses'][S] extends { content: { 'application/json': infer R } }
+      ? R
+      : never
+    : never;
+}[keyof operations[K]['responses']];
+
+/** What one call takes: only the parts its operation has are allowed, and required ones must be given. */
+export type Args<K extends OperationId> = ([PathOf<K>] extends [never] | [undefined]
+  ? { path?: never }
+  : { path: PathOf<K> }) &
+  ([QueryOf<K>] extends [never] | [undefined] ? { query?: never } : { query?: QueryOf<K> }) &
+  ([BodyOf<K>] extends [never] ? { body?: never } : { body: BodyOf<K> }) & {
+    /**
+     * Idempotency-Key for the operations that accept it (`true` makes one). It makes the write safe
+     * to retry, so the client also retries it after a 5xx or a network error.
+     */
+    idempotencyKey?: string | true;
+    signal?: AbortSignal;
+  };
+
+type PagedId = { [K in OperationId]: (typeof OPERATIONS)[K]['paged'] extends true ? K : never }[OperationId];
+type ItemOf<K extends OperationId> = ResultOf<K> extends { data: (infer T)[] } ? T : never;
+
+export interface RetryOptions {
+  /** Retries after the first attempt (default 4). */
+  retries?: number;
+  /** First back-off in ms (default 250), doubled each retry, up to `maxDelayMs` (default 8000). */
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+}
+
+export interface ClientOptions {
+  /** The server url including the version prefix, e.g. `https://api.example.com/api/v1`. */
+  baseUrl: string;
+  apiKey: string;
+  retry?: RetryOptions;
+  fetch?: typeof fetch;
+  /** Waits `ms`; replaceable in tests. */
+  sleep?: (ms: number) => Promise<void>;
+  /** A number in [0, 1) for the jitter; replaceable in tests. */
+  random?: () => number;
+}
+
+/** An answer of the API that is not a success, with the contract's error fields. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: ErrorCode | 'unknown',
+    message: string,
+    readonly request_id: string | null,
+    readonly details: Record<string, unknown> | undefined,
+    readonly headers: Headers,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+const RETRIED_STATUSES = new Set([500, 502, 503, 504]);
+
+async function errorOf(res: Response): Promise<ApiError> {
+  const text = await res.text();
+  let envelope: {
+    error?: { code?: ErrorCode; message?: string; request_id?: string; details?: Record<string, unknown> };
+  } = {};
+  try {
+    envelope = JSON.parse(text);
+  } catch {}
+  const error = envelope.error;
+  if (error?.code) {
+    return new ApiError(
+      res.status,
+      error.code,
+      error.message ?? '',
+      error.request_id ?? null,
+      error.details,
+      res.headers,
+    );
+  }
+  // The server-level 405 has no envelope; decide by the status.
+  const code = res.status === 405 ? 'method_not_allowed' : 'unknown';
+  return new ApiError(
+    res.status,
+    code,
+    text || res.statusText,
+    res.headers.get('x-svc-request-id'),
+    undefined,
+    res.headers,
+  );
+}
+
+export interface Client {
+  /** Calls one operation by its operationId. */
+  call<K extends OperationId>(operation: K, args?: Args<K>): Promise<ResultOf<K>>;
+  /** Every item of a list, page after page, with the same filters on each page. */
+  paginate<K extends PagedId>(operation: K, args?: Args<K>): AsyncIterableIterator<ItemOf<K>>;
+}
+
+export type TypedClient = Client & { [K in OperationId]: (args?: Args<K>) => Promise<ResultOf<K>> };
+
+export function createClient(options: ClientOptions): TypedClient {
+  const doFetch = options.fetch ?? fetch;
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const random = options.random ?? Math.random;
+  const retries = options.retry?.retries ?? 4;
+  const base = options.retry?.baseDelayMs ?? 250;
+  const cap = options.retry?.maxDelayMs ?? 8000;
+  const baseUrl = options.baseUrl.replace(/\/+$/, '');
+
+  /** Full jitter: a random wait up to the exponential bound of this retry. */
+  const backoff = (retry: number) => Math.floor(random() * Math.min(cap, base * 2 ** retry));
+
+  async function call<K extends OperationId>(
+    operation: K,
+    args: Args<K> = {} as Args<K>,
+  ): Promise<ResultOf<K>> {
+    const spec = OPERATIONS[operation];
+    const a = args as {
+      path?: Record<string, string>;
+      query?: Record<string, unknown>;
+      body?: unknown;
+      idempotencyKey?: string | true;
+      signal?: AbortSignal;
+    };
+    const path = spec.path.replace(/\{([^}]+)\}/g, (_m, name: string) => {
+      const value = a.path?.[name];
+      if (value === undefined) throw new TypeError(`${operation}: path parameter ${name} is missing`);
+      return encodeURIComponent(value);
+    });
+    const query = new URLSearchParams();
+    for (const [name, value] of Object.entries(a.query ?? {})) {
+      if (value !== undefined && value !== null) query.set(name, String(value));
+    }
+    const url = `${baseUrl}${path}${query.size ? `?${query}` : ''}`;
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${options.apiKey}`,
+      accept: 'application/json',
+    };
+    if (a.body !== undefined) headers['content-type'] = 'application/json';
+    const idempotencyKey =
+      spec.idempotent && a.idempotencyKey !== undefined
+        ? a.idempotencyKey === true
+          ? randomUUID()
+          : a.idempotencyKey
+        : undefined;
+    if (idempotencyKey) headers['idempotency-key'] = idempotencyKey;
+    // A 5xx or a lost connection may have left the write done: only retried when that is harmless.
+    const retriable = SAFE_METHODS.has(spec.method) || idempotencyKey !== undefined;
+    const init: RequestInit = {
+      method: spec.method,
+      headers,
+      ...(a.body === undefined ? {} : { body: JSON.stringify(a.body) }),
+      ...(a.signal ? { signal: a.signal } : {}),
+    };
+
+    for (let attempt = 0; ; attempt += 1) {
+      let res: Response;
+      try {
+        res = await doFetch(url, init);
+      } catch (error) {
+        if (a.signal?.aborted || !retriable || attempt >= retries) throw error;
+        await sleep(backoff(attempt));
+        continue;
+      }
+      if (res.ok) return (await res.json()) as ResultOf<K>;
+      const error = await errorOf(res);
+      if (attempt >= retries) throw error;
+      if (res.status === 429) {
+        // A 429 is refused before any work: safe to repeat for every method, after Retry-After.
+        const seconds = Number(res.headers.get('retry-after') ?? error.details?.retry_after);
+        const wait = Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 0;
+        await sleep(Math.max(wait, backoff(attempt)));
+        continue;
+      }
+      if (RETRIED_STATUSES.has(res.status) && retriable) {
+        await sleep(backoff(attempt));
+        continue;
+      }
+      throw error;
+    }
+  }
+
+  async function* paginate<K extends PagedId>(
+    operation: K,
+    args: Args<K> = {} as Args<K>,
+  ): AsyncIterableIterator<ItemOf<K>> {
+    const a = args as Args<K> & { query?: Record<string, unknown> };
+    let cursor: string | null = null;
+    do {
+      // The cursor keeps the position only: the filters go with every page.
+      const query = { ...(a.query ?? {}), ...(cursor ? { cursor } : {}) };
+      const page = (await call(operation, { ...a, query } as Args<K>)) as {
+        data: ItemOf<K>[];
+        next_cursor: string | null;
+      };
+      yield* page.data;
+      cursor = page.next_cursor;
+    } while (cursor);
+  }
+
+  const client = { call, paginate } as TypedClient;
+  for (const id of Object.keys(OPERATIONS) as OperationId[]) {
+    (client as unknown as Record<string, unknown>)[id] = (args?: Args<typeof id>) => call(id, args);
+  }
+  return client;
+}
