@@ -98,11 +98,12 @@ export function createPostgresDb(options: PostgresOptions): Db {
   };
 }
 
-/** dataDir null keeps the database in memory (tests). */
-export async function createPgliteDb(dataDir: string | null): Promise<Db> {
+/** dataDir null keeps the database in memory (tests); `from`, a dumped data directory, starts it. */
+export async function createPgliteDb(dataDir: string | null, from?: Blob): Promise<Db> {
   // One options object: PGlite ignores the second argument when the first is not a string.
   const lite = new PGlite({
     dataDir: dataDir ?? undefined,
+    loadDataDir: from,
     parsers: { [INT8]: toNumber, [NUMERIC]: toNumber },
   });
   await lite.waitReady;

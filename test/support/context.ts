@@ -18,6 +18,7 @@ import { createLogger } from '../../src/logger.js';
 import { createMemoryStore } from '../../src/ratelimit/memory.js';
 import { createRedisStore } from '../../src/ratelimit/redis.js';
 import type { RateLimitStore } from '../../src/ratelimit/store.js';
+import { pgliteTemplate } from './pglite-template.js';
 
 export const OPERATOR_TOKEN = 'test-operator-token-0123456789abcdef';
 export const MASTER_KEY = Buffer.alloc(32, 7);
@@ -41,7 +42,8 @@ export function manualClock(start = Date.now()): Clock {
 export async function openTestDb(): Promise<{ db: Db; drop(): Promise<void> }> {
   const url = process.env.TEST_DATABASE_URL;
   if (!url) {
-    const db = await createPgliteDb(null);
+    // Loaded from the migrated template; migrate() then only confirms every migration is applied.
+    const db = await createPgliteDb(null, await pgliteTemplate());
     await migrate(db);
     return { db, drop: () => db.close() };
   }
