@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
+import { parseTimestamptz } from './timestamps.js';
 
 export type Row = Record<string, unknown>;
 
@@ -21,6 +22,7 @@ export interface Db extends Queryable {
 
 const INT8 = 20;
 const NUMERIC = 1700;
+const TIMESTAMPTZ = 1184;
 const toNumber = (v: string) => Number(v);
 
 export interface PostgresOptions {
@@ -45,7 +47,11 @@ export function createPostgresDb(options: PostgresOptions): Db {
         .join(' ') || undefined,
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-        oid === INT8 || oid === NUMERIC ? toNumber : pg.types.getTypeParser(oid, format)) as never,
+        oid === INT8 || oid === NUMERIC
+          ? toNumber
+          : oid === TIMESTAMPTZ && format !== 'binary'
+            ? parseTimestamptz
+            : pg.types.getTypeParser(oid, format)) as never,
     },
   });
   // An idle client that loses its connection must not crash the process.
@@ -104,7 +110,7 @@ export async function createPgliteDb(dataDir: string | null, from?: Blob): Promi
   const lite = new PGlite({
     dataDir: dataDir ?? undefined,
     loadDataDir: from,
-    parsers: { [INT8]: toNumber, [NUMERIC]: toNumber },
+    parsers: { [INT8]: toNumber, [NUMERIC]: toNumber, [TIMESTAMPTZ]: parseTimestamptz },
   });
   await lite.waitReady;
   return {
