@@ -143,7 +143,8 @@ const median = (xs: number[]) => {
 };
 
 /** The round whose rate is the median stands for the server; every round's rate is kept. */
-function summarize(rounds: LoadResult[]): Summary {
+function summarize(rounds: (LoadResult & { cpuUs: number | null })[]): Summary {
+  const cpu = rounds.flatMap((r) => (r.cpuUs === null ? [] : [r.cpuUs / Math.max(1, r.requests)]));
   const rates = rounds.map((r) => r.requestsPerSecond);
   const mid = median(rates);
   const closest = rounds.reduce((a, b) =>
@@ -155,6 +156,7 @@ function summarize(rounds: LoadResult[]): Summary {
     latencyMs: { ...closest.latencyMs, p99: median(rounds.map((r) => r.latencyMs.p99)) },
     failures: rounds.reduce((n, r) => n + r.failures, 0),
     rounds: rates,
+    cpuUsPerRequest: cpu.length > 0 ? Math.round(median(cpu)) : null,
   };
 }
 
@@ -218,14 +220,20 @@ async function measure(
 
     // Rounds: every server loads every endpoint once per round, in an order that turns each round,
     // so that a slow patch of the machine does not fall on one server only.
-    const runs = new Map<string, LoadResult[]>();
+    const runs = new Map<string, (LoadResult & { cpuUs: number | null })[]>();
     const names = servers.names;
     for (let round = 0; round < rounds; round += 1) {
       const order = names.map((_, i) => names[(i + round) % names.length] as ServerName);
       for (const name of order) {
         const server = await servers.use(name);
         for (const e of endpoints) {
-          const result = await runLoad({ ...load, url: `${server.baseUrl}${e.path}`, headers: auth(key) });
+          const url = `${server.baseUrl}${e.path}`;
+          if (load.warmup > 0)
+            await runLoad({ ...load, duration: load.warmup, warmup: 0, url, headers: auth(key) });
+          const before = await server.child.cpuUs();
+          const measured = await runLoad({ ...load, warmup: 0, url, headers: auth(key) });
+          const after = await server.child.cpuUs();
+          const result = { ...measured, cpuUs: before === null || after === null ? null : after - before };
           runs.set(`${name} ${e.name}`, [...(runs.get(`${name} ${e.name}`) ?? []), result]);
           if (name === 'api') await notePeak(server.child);
           log(`round ${round + 1} ${name.padEnd(8)} ${e.label}: ${line(result)}`);
@@ -275,6 +283,10 @@ async function measure(
         baseline,
         fractionOfCeiling: fraction(api, ceiling),
         fractionOfMinimal: minimal ? fraction(api, minimal) : null,
+        cpuShareOfMinimal:
+          minimal?.cpuUsPerRequest && api.cpuUsPerRequest
+            ? Math.round((minimal.cpuUsPerRequest / api.cpuUsPerRequest) * 1000) / 1000
+            : null,
         fractionOfBaseline: baseline ? fraction(api, baseline) : null,
         halfLoad: halfLoad.get(e.name) ?? null,
       };
@@ -295,8 +307,9 @@ function withoutCursor(deep: DeepCursor | null): Omit<DeepCursor, 'cursor'> | nu
 }
 
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
-const line = (r: LoadResult) =>
+const line = (r: LoadResult & { cpuUs?: number | null }) =>
   `${r.requestsPerSecond} req/s, p50 ${r.latencyMs.p50} ms, p99 ${r.latencyMs.p99} ms` +
+  (r.cpuUs ? `, ${Math.round(r.cpuUs / Math.max(1, r.requests))} µs CPU/request` : '') +
   (r.failures > 0 ? `, ${r.failures} FAILURES` : '');
 
 async function main(): Promise<void> {

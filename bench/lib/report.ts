@@ -9,8 +9,12 @@ import type { DeepCursor } from './scenario.js';
 
 export type DatabaseKind = 'postgres' | 'pglite';
 
-/** One server on one endpoint over the rounds: the median round, and every round's rate. */
-export type Summary = LoadResult & { rounds?: number[] };
+/**
+ * One server on one endpoint over the rounds: the median round, every round's rate, and the median
+ * CPU time the server's process spent per request (user + system, from /proc): unlike the rate, it
+ * hardly moves when other work shares the machine.
+ */
+export type Summary = LoadResult & { rounds?: number[]; cpuUsPerRequest?: number | null };
 
 export interface EndpointResult {
   name: string;
@@ -26,6 +30,8 @@ export interface EndpointResult {
   fractionOfCeiling: number;
   /** API req/s over minimal server req/s. */
   fractionOfMinimal?: number | null;
+  /** Minimal server CPU per request over the API's: the share of the minimal server's rate when CPU-bound. */
+  cpuShareOfMinimal?: number | null;
   fractionOfBaseline?: number | null;
   /** p99 with requests sent at half the API's maximum rate (open model), API and minimal server. */
   halfLoad?: { rate: number; api: number; minimal: number | null } | null;
@@ -88,10 +94,11 @@ export function evaluateTargets(r: Omit<RunResult, 'targets'>): Target[] {
   const byName = (name: string) => r.endpoints.find((e) => e.name === name);
   const ofMinimal = (name: string, goal: number, label: string): Target => {
     const share = byName(name)?.fractionOfMinimal;
+    const cpu = byName(name)?.cpuShareOfMinimal;
     return {
       name: label,
       goal: `>= ${pct(goal)} of the minimal server`,
-      value: share == null ? 'not measured' : pct(share),
+      value: share == null ? 'not measured' : `${pct(share)}${cpu == null ? '' : ` (by CPU: ${pct(cpu)})`}`,
       met: share == null ? null : share >= goal,
     };
   };
@@ -163,6 +170,8 @@ export function endpointTable(r: RunResult): string {
       ...(baseline ? [rate(e.baseline), share(e.fractionOfBaseline)] : []),
       rate(e.minimal),
       share(e.fractionOfMinimal),
+      `${e.api.cpuUsPerRequest ?? '-'} / ${e.minimal?.cpuUsPerRequest ?? '-'}`,
+      share(e.cpuShareOfMinimal),
       rate(e.ceiling),
       share(e.fractionOfCeiling),
       `${e.api.latencyMs.p99} / ${e.minimal?.latencyMs.p99 ?? '-'}`,
@@ -174,9 +183,9 @@ export function endpointTable(r: RunResult): string {
   );
   return [
     `| Endpoint | API req/s | ${baseline ? 'baseline req/s | API of baseline | ' : ''}minimal req/s | ` +
-      'API of minimal | ceiling req/s | API of ceiling | p99 ms at 64 conn. (API / minimal) | ' +
+      'API of minimal | CPU µs/request (API / minimal) | API of minimal by CPU | ceiling req/s | API of ceiling | p99 ms at 64 conn. (API / minimal) | ' +
       'half load req/s | p99 ms at half load (API / minimal) | body bytes | failures |',
-    `|---|---:|${baseline ? '---:|---:|' : ''}---:|---:|---:|---:|---:|---:|---:|---:|---:|`,
+    `|---|---:|${baseline ? '---:|---:|' : ''}---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|`,
     ...rows.map((row) => `| ${row} |`),
   ].join('\n');
 }
