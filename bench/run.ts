@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { migrate } from '../src/db/migrate.js';
+import type { Capture } from './ceiling.js';
 import {
   DATASET_VERSION,
   type Dataset,
@@ -18,8 +19,7 @@ import {
   readDataset,
   removePgliteData,
 } from './generate.js';
-import { createKey, type Database, startApi } from './lib/api.js';
-import { freePort, startChild } from './lib/child.js';
+import { createKey, type Database, newSecrets, startApi } from './lib/api.js';
 import { type LoadOptions, type LoadResult, runLoad } from './lib/load.js';
 import {
   type DatabaseKind,
@@ -31,6 +31,7 @@ import {
   machine,
   type RunResult,
   renderBenchmarks,
+  type Summary,
   saveResult,
 } from './lib/report.js';
 import {
@@ -42,17 +43,20 @@ import {
   readApiAvailable,
   readEndpoints,
 } from './lib/scenario.js';
+import { type ServerName, type ServerSet, serverSet } from './lib/servers.js';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const RESULTS = join(ROOT, 'bench', 'results');
-/** PGlite takes the full size too: about 4 minutes to load, flat memory (bench/README.md). */
-const DEFAULT_BOOKINGS: Record<DatabaseKind, number> = { postgres: 1_000_000, pglite: 1_000_000 };
+/** The largest organization then holds 20,000 bookings; --bookings 1000000 for the full size. */
+const DEFAULT_BOOKINGS: Record<DatabaseKind, number> = { postgres: 200_000, pglite: 200_000 };
 
 const { values: args } = parseArgs({
   options: {
     db: { type: 'string', default: 'both' },
-    duration: { type: 'string', default: '10' },
-    warmup: { type: 'string', default: '2' },
+    duration: { type: 'string', default: '3' },
+    warmup: { type: 'string', default: '1' },
+    rounds: { type: 'string', default: '3' },
+    baseline: { type: 'string' },
     connections: { type: 'string', default: '64' },
     bookings: { type: 'string' },
     organizations: { type: 'string', default: '200' },
@@ -132,71 +136,167 @@ interface Measured {
   peakRssMb: number | null;
 }
 
-async function measure(database: Database, dataset: Dataset, load: Omit<LoadOptions, 'url' | 'headers'>) {
-  const api = await startApi(ROOT, database, args.profile && resolve(args.profile));
-  const captures: Record<string, Awaited<ReturnType<typeof capture>>> = {};
-  const apiResults = new Map<string, LoadResult & { peakRssMb: number | null }>();
-  let endpoints: Endpoint[];
-  let readApi: boolean;
-  let deep: DeepCursor | null = null;
-  let key: string;
-  const startupRssMb = await api.child.rssMb();
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+};
+
+/** The round whose rate is the median stands for the server; every round's rate is kept. */
+function summarize(rounds: (LoadResult & { cpuUs: number | null })[]): Summary {
+  const cpu = rounds.flatMap((r) => (r.cpuUs === null ? [] : [r.cpuUs / Math.max(1, r.requests)]));
+  const rates = rounds.map((r) => r.requestsPerSecond);
+  const mid = median(rates);
+  const closest = rounds.reduce((a, b) =>
+    Math.abs(b.requestsPerSecond - mid) < Math.abs(a.requestsPerSecond - mid) ? b : a,
+  );
+  return {
+    ...closest,
+    requestsPerSecond: Math.round(mid),
+    latencyMs: { ...closest.latencyMs, p99: median(rounds.map((r) => r.latencyMs.p99)) },
+    failures: rounds.reduce((n, r) => n + r.failures, 0),
+    rounds: rates,
+    cpuUsPerRequest: cpu.length > 0 ? Math.round(median(cpu)) : null,
+  };
+}
+
+async function measure(
+  database: Database,
+  dataset: Dataset,
+  load: Omit<LoadOptions, 'url' | 'headers'>,
+  rounds: number,
+): Promise<Measured> {
+  const secrets = newSecrets();
+  const profileDir = args.profile && resolve(args.profile);
+  const first = await startApi(ROOT, database, secrets, profileDir);
+  const startupRssMb = await first.child.rssMb();
+  const dir = await mkdtemp(join(tmpdir(), 'svc-bench-'));
+  let peakRssMb = 0;
+  const notePeak = async (child: { peakRssMb(): Promise<number | null> }) => {
+    peakRssMb = Math.max(peakRssMb, (await child.peakRssMb()) ?? 0);
+  };
+  let servers: ServerSet | null = null;
   try {
-    key = await createKey(api, dataset.largestOrganization.id);
-    readApi = await readApiAvailable(api.baseUrl, key);
+    const key = await createKey(first, dataset.largestOrganization.id);
+    const readApi = await readApiAvailable(first.baseUrl, key);
+    let endpoints: Endpoint[];
+    let deep: DeepCursor | null = null;
     if (readApi) {
-      deep = await deepCursor(api.baseUrl, key, dataset.largestOrganization.bookings);
+      deep = await deepCursor(first.baseUrl, key, dataset.largestOrganization.bookings);
       log(`deep cursor: ${deep.rows} rows in, ${deep.requests} requests, ${deep.seconds} s`);
-      endpoints = await readEndpoints(api.baseUrl, key, deep);
+      endpoints = await readEndpoints(first.baseUrl, key, deep);
     } else {
       log('the read API does not answer yet: loading GET /integrations/me only');
       endpoints = fallbackEndpoints();
     }
     const only = args.endpoints?.split(',');
     if (only) endpoints = endpoints.filter((e) => only.includes(e.name));
-    for (const e of endpoints) {
-      captures[e.path] = await capture(`${api.baseUrl}${e.path}`, key);
-      const result = await runLoad({ ...load, url: `${api.baseUrl}${e.path}`, headers: auth(key) });
-      apiResults.set(e.name, { ...result, peakRssMb: await api.child.peakRssMb() });
-      log(`api     ${e.label}: ${line(result)}`);
+    const captures: Record<string, Capture> = {};
+    for (const e of [...endpoints, { path: '/integrations/me' }]) {
+      captures[e.path] = await capture(`${first.baseUrl}${e.path}`, key);
     }
-  } finally {
-    await api.child.stop();
-  }
-  const peakRssMb = Math.max(...[...apiResults.values()].map((r) => r.peakRssMb ?? 0)) || null;
+    const identity = JSON.parse(
+      Buffer.from(captures['/integrations/me']?.body ?? '', 'base64').toString('utf8'),
+    ) as { integration: { id: string } };
 
-  // The ceiling answers the same paths below the same prefix, so the requests are identical.
-  const dir = await mkdtemp(join(tmpdir(), 'svc-bench-'));
-  const port = await freePort();
-  const prefixed = Object.fromEntries(Object.entries(captures).map(([p, c]) => [`/api/v1${p}`, c]));
-  await writeFile(join(dir, 'captures.json'), JSON.stringify(prefixed));
-  const ceilingUrl = `http://127.0.0.1:${port}/api/v1`;
-  const ceiling = await startChild({
-    args: ['--import', 'tsx', join(ROOT, 'bench', 'ceiling.ts'), join(dir, 'captures.json'), String(port)],
-    env: { PATH: process.env.PATH },
-    cwd: ROOT,
-    ready: async () => (await fetch(`${ceilingUrl}/integrations/me`)).status === 200,
-  });
-  const results: EndpointResult[] = [];
-  try {
-    for (const e of endpoints) {
-      const result = await runLoad({ ...load, url: `${ceilingUrl}${e.path}`, headers: auth(key) });
-      log(`ceiling ${e.label}: ${line(result)}`);
-      const apiResult = apiResults.get(e.name) as LoadResult & { peakRssMb: number | null };
-      results.push({
+    servers = await serverSet(
+      {
+        root: ROOT,
+        database,
+        secrets,
+        dir,
+        captures,
+        profileDir,
+        baselineRoot: args.baseline && resolve(args.baseline),
+        minimal: {
+          organizationId: dataset.largestOrganization.id,
+          integrationId: identity.integration.id,
+          identity,
+        },
+      },
+      { baseUrl: first.baseUrl, child: first.child },
+    );
+    servers.onApiStop(notePeak);
+
+    // Rounds: every server loads every endpoint once per round, in an order that turns each round,
+    // so that a slow patch of the machine does not fall on one server only.
+    const runs = new Map<string, (LoadResult & { cpuUs: number | null })[]>();
+    const names = servers.names;
+    for (let round = 0; round < rounds; round += 1) {
+      const order = names.map((_, i) => names[(i + round) % names.length] as ServerName);
+      for (const name of order) {
+        const server = await servers.use(name);
+        for (const e of endpoints) {
+          const url = `${server.baseUrl}${e.path}`;
+          if (load.warmup > 0)
+            await runLoad({ ...load, duration: load.warmup, warmup: 0, url, headers: auth(key) });
+          const before = await server.child.cpuUs();
+          const measured = await runLoad({ ...load, warmup: 0, url, headers: auth(key) });
+          const after = await server.child.cpuUs();
+          const result = { ...measured, cpuUs: before === null || after === null ? null : after - before };
+          runs.set(`${name} ${e.name}`, [...(runs.get(`${name} ${e.name}`) ?? []), result]);
+          if (name === 'api') await notePeak(server.child);
+          log(`round ${round + 1} ${name.padEnd(8)} ${e.label}: ${line(result)}`);
+        }
+      }
+    }
+    const summary = (name: ServerName, e: Endpoint) => {
+      const r = runs.get(`${name} ${e.name}`);
+      return r ? summarize(r) : null;
+    };
+
+    // Latency at half the API's measured maximum, requests sent at a fixed rate (open model): at
+    // saturation every server's latency is only its queue. The minimal server gets the same rate.
+    const halfLoad = new Map<string, { rate: number; api: number; minimal: number | null }>();
+    for (const name of ['api', 'minimal'] as const) {
+      const server = await servers.use(name);
+      for (const e of endpoints) {
+        const rate = Math.max(1, Math.round((summary('api', e)?.requestsPerSecond ?? 0) / 2));
+        const result = await runLoad({
+          ...load,
+          rate,
+          url: `${server.baseUrl}${e.path}`,
+          headers: auth(key),
+        });
+        log(`half load ${name.padEnd(8)} ${e.label} at ${rate} req/s: ${line(result)}`);
+        const entry = halfLoad.get(e.name) ?? { rate, api: 0, minimal: null };
+        if (name === 'api') {
+          entry.api = result.latencyMs.p99;
+          await notePeak(server.child);
+        } else entry.minimal = result.latencyMs.p99;
+        halfLoad.set(e.name, entry);
+      }
+    }
+
+    const results: EndpointResult[] = endpoints.map((e) => {
+      const api = summary('api', e) as Summary;
+      const ceiling = summary('ceiling', e) as Summary;
+      const minimal = summary('minimal', e);
+      const baseline = summary('baseline', e);
+      return {
         name: e.name,
         label: e.label,
         responseBytes: Buffer.from(captures[e.path]?.body ?? '', 'base64').length,
-        api: apiResult,
-        ceiling: result,
-        fractionOfCeiling: fraction(apiResult, result),
-      });
-    }
+        api: { ...api, peakRssMb },
+        ceiling,
+        minimal,
+        baseline,
+        fractionOfCeiling: fraction(api, ceiling),
+        fractionOfMinimal: minimal ? fraction(api, minimal) : null,
+        cpuShareOfMinimal:
+          minimal?.cpuUsPerRequest && api.cpuUsPerRequest
+            ? Math.round((minimal.cpuUsPerRequest / api.cpuUsPerRequest) * 1000) / 1000
+            : null,
+        fractionOfBaseline: baseline ? fraction(api, baseline) : null,
+        halfLoad: halfLoad.get(e.name) ?? null,
+      };
+    });
+    return { endpoints: results, readApi, deep, startupRssMb, peakRssMb: peakRssMb || null };
   } finally {
-    await ceiling.stop();
+    await servers?.stop();
+    await first.child.stop().catch(() => {});
     await rm(dir, { recursive: true, force: true });
   }
-  return { endpoints: results, readApi, deep, startupRssMb, peakRssMb } satisfies Measured;
 }
 
 /** The cursor itself is a signed secret of one run: worthless later, so it is not kept. */
@@ -207,8 +307,9 @@ function withoutCursor(deep: DeepCursor | null): Omit<DeepCursor, 'cursor'> | nu
 }
 
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
-const line = (r: LoadResult) =>
+const line = (r: LoadResult & { cpuUs?: number | null }) =>
   `${r.requestsPerSecond} req/s, p50 ${r.latencyMs.p50} ms, p99 ${r.latencyMs.p99} ms` +
+  (r.cpuUs ? `, ${Math.round(r.cpuUs / Math.max(1, r.requests))} µs CPU/request` : '') +
   (r.failures > 0 ? `, ${r.failures} FAILURES` : '');
 
 async function main(): Promise<void> {
@@ -225,6 +326,7 @@ async function main(): Promise<void> {
     warmup: Number(args.warmup) || 0,
   };
   const organizations = positive('organizations', args.organizations);
+  const rounds = positive('rounds', args.rounds);
 
   if (!args['skip-build']) {
     const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
@@ -237,12 +339,12 @@ async function main(): Promise<void> {
       kind === 'postgres' ? { kind, url: args['database-url'] } : { kind, dataDir: args['data-dir'] };
     if (kind === 'pglite') await mkdir(args['data-dir'], { recursive: true });
     const dataset = await ensureDataset(database, bookings, organizations);
-    const m = await measure(database, dataset, load);
+    const m = await measure(database, dataset, load, rounds);
     const partial: Omit<RunResult, 'targets'> = {
       database: kind,
       date: new Date().toISOString(),
       machine: machine(),
-      options: load,
+      options: { ...load, rounds, baseline: args.baseline ?? null },
       dataset,
       readApi: m.readApi,
       deepCursor: withoutCursor(m.deep),

@@ -1,8 +1,15 @@
 // Runs the suite on the embedded database with rate limits in memory, then, when
 // TEST_DATABASE_URL and TEST_REDIS_URL are set, once more on PostgreSQL and Redis.
+//
+// Every file keeps a database of its own. On PGlite each file starts from one migrated data
+// directory (test/support/pglite-template.ts), made here once and again only when a migration or
+// PGlite changed: an initdb per file would cost each one seconds.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 
 function collect(dir, out = []) {
   for (const name of readdirSync(dir)) {
@@ -13,25 +20,52 @@ function collect(dir, out = []) {
   return out;
 }
 
+function run(args, options = {}) {
+  const result = spawnSync(process.execPath, args, { cwd: ROOT, stdio: 'inherit', ...options });
+  if (result.status !== 0) process.exit(result.status ?? 1);
+  return result;
+}
+
 const only = process.argv.slice(2);
 const files = only.length
   ? only
   : [...collect('src'), ...collect('test'), ...collect('packages/client/test')].sort();
+
+const template = run(['--import', 'tsx', 'test/support/pglite-template.ts'], {
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
+const templateFile = template.stdout.toString().trim();
+
+// PGlite runs inside each test process: the run is CPU-bound, one file per core. On PostgreSQL a
+// file mostly waits for the server and Redis, so more files overlap.
 const runs = [
-  { name: 'embedded PGlite, in-memory limits', env: { TEST_DATABASE_URL: '', TEST_REDIS_URL: '' } },
+  {
+    name: 'embedded PGlite, in-memory limits',
+    env: { TEST_DATABASE_URL: '', TEST_REDIS_URL: '', SVC_TEST_PGLITE_TEMPLATE: templateFile },
+    concurrency: 2,
+  },
 ];
 if (process.env.TEST_DATABASE_URL && process.env.TEST_REDIS_URL) {
-  runs.push({ name: 'PostgreSQL and Redis', env: {} });
+  runs.push({ name: 'PostgreSQL and Redis', env: {}, concurrency: 4 });
 }
 
 let failed = false;
-for (const run of runs) {
-  console.log(`\n# suite on ${run.name} (node ${process.version})`);
+for (const suite of runs) {
+  console.log(`\n# suite on ${suite.name} (node ${process.version})`);
+  const started = performance.now();
   const result = spawnSync(
     process.execPath,
-    ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-reporter=spec', ...files],
-    { stdio: 'inherit', env: { ...process.env, ...run.env } },
+    [
+      '--import',
+      'tsx',
+      '--test',
+      `--test-concurrency=${suite.concurrency}`,
+      '--test-reporter=spec',
+      ...files,
+    ],
+    { cwd: ROOT, stdio: 'inherit', env: { ...process.env, ...suite.env } },
   );
+  console.log(`# ${suite.name}: ${Math.round((performance.now() - started) / 1000)} s`);
   if (result.status !== 0) failed = true;
 }
 process.exit(failed ? 1 : 0);

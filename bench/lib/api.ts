@@ -23,11 +23,29 @@ const UNLIMITED = '100000000';
  */
 const WINDOW_MS = '1000';
 
-/** `profileDir` makes the API write a V8 CPU profile there when it stops. */
-export async function startApi(root: string, database: Database, profileDir?: string): Promise<RunningApi> {
+/** Kept across restarts of the API in one run, so its keys and signed cursors stay valid. */
+export interface ApiSecrets {
+  masterKey: string;
+  operatorToken: string;
+}
+
+export function newSecrets(): ApiSecrets {
+  return { masterKey: randomBytes(32).toString('hex'), operatorToken: randomBytes(24).toString('hex') };
+}
+
+/**
+ * `root` is the checkout to run (another build serves as a reference); `profileDir` makes the API
+ * write a V8 CPU profile there when it stops.
+ */
+export async function startApi(
+  root: string,
+  database: Database,
+  secrets: ApiSecrets,
+  profileDir?: string,
+): Promise<RunningApi> {
   const port = await freePort();
   const operatorPort = await freePort();
-  const operatorToken = randomBytes(24).toString('hex');
+  const { operatorToken } = secrets;
   const operatorUrl = `http://127.0.0.1:${operatorPort}/operator/v1`;
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
@@ -36,7 +54,7 @@ export async function startApi(root: string, database: Database, profileDir?: st
     SVC_PORT: String(port),
     SVC_OPERATOR_PORT: String(operatorPort),
     SVC_OPERATOR_TOKEN: operatorToken,
-    SVC_MASTER_KEY: randomBytes(32).toString('hex'),
+    SVC_MASTER_KEY: secrets.masterKey,
     SVC_LOG_LEVEL: 'warn',
     SVC_RATE_PER_KEY: UNLIMITED,
     SVC_RATE_PER_ORGANIZATION: UNLIMITED,

@@ -8,6 +8,7 @@ declare module 'autocannon' {
     method?: string;
     timeout?: number;
     pipelining?: number;
+    overallRate?: number;
   }
 
   interface Histogram {

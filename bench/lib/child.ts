@@ -12,6 +12,8 @@ export interface Child {
   peakRssMb(): Promise<number | null>;
   /** Current resident set size (VmRSS) in MB. */
   rssMb(): Promise<number | null>;
+  /** CPU time used so far (user + system) in µs, or null where /proc is not available. */
+  cpuUs(): Promise<number | null>;
   stop(): Promise<void>;
 }
 
@@ -32,6 +34,16 @@ async function procStatusMb(pid: number, field: 'VmHWM' | 'VmRSS'): Promise<numb
     const status = await readFile(`/proc/${pid}/status`, 'utf8');
     const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
     return match ? Math.round(Number(match[1]) / 1024) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** utime + stime of /proc/<pid>/stat, in clock ticks of 10 ms. */
+async function procCpuUs(pid: number): Promise<number | null> {
+  try {
+    const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ') ?? [];
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
   } catch {
     return null;
   }
@@ -75,6 +87,7 @@ export async function startChild(options: StartOptions): Promise<Child> {
     output: () => tail,
     peakRssMb: () => procStatusMb(pid, 'VmHWM'),
     rssMb: () => procStatusMb(pid, 'VmRSS'),
+    cpuUs: () => procCpuUs(pid),
     async stop() {
       if (exited !== null) return;
       proc.kill('SIGTERM');

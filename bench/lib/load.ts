@@ -9,6 +9,12 @@ export interface LoadOptions {
   duration: number;
   /** Seconds of warm-up before. */
   warmup: number;
+  /**
+   * Open model: requests are sent at this overall rate whatever the answers, and latency counts
+   * from when a request was due (no coordinated omission). Without it every connection sends its
+   * next request when the last is answered (the most the server can do).
+   */
+  rate?: number;
 }
 
 export interface LoadResult {
@@ -21,7 +27,13 @@ export interface LoadResult {
 }
 
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
-  const base = { url: options.url, headers: options.headers, connections: options.connections, timeout: 10 };
+  const base = {
+    url: options.url,
+    headers: options.headers,
+    connections: options.connections,
+    timeout: 10,
+    ...(options.rate ? { overallRate: options.rate } : {}),
+  };
   if (options.warmup > 0) await autocannon({ ...base, duration: options.warmup });
   const r = await autocannon({ ...base, duration: options.duration });
   const requests = r.requests.total;

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
+import { parseTimestamptz } from './timestamps.js';
 
 export type Row = Record<string, unknown>;
 
@@ -26,6 +27,7 @@ export interface Db extends Queryable {
 
 const INT8 = 20;
 const NUMERIC = 1700;
+const TIMESTAMPTZ = 1184;
 const toNumber = (v: string) => Number(v);
 
 export interface PostgresOptions {
@@ -57,7 +59,11 @@ export function createPostgresDb(options: PostgresOptions): Db {
         .join(' ') || undefined,
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-        oid === INT8 || oid === NUMERIC ? toNumber : pg.types.getTypeParser(oid, format)) as never,
+        oid === INT8 || oid === NUMERIC
+          ? toNumber
+          : oid === TIMESTAMPTZ && format !== 'binary'
+            ? parseTimestamptz
+            : pg.types.getTypeParser(oid, format)) as never,
     },
   });
   // An idle client that loses its connection must not crash the process; the pool drops it.
@@ -160,12 +166,13 @@ async function listenOnServer(
   };
 }
 
-/** dataDir null keeps the database in memory (tests). */
-export async function createPgliteDb(dataDir: string | null): Promise<Db> {
+/** dataDir null keeps the database in memory (tests); `from`, a dumped data directory, starts it. */
+export async function createPgliteDb(dataDir: string | null, from?: Blob): Promise<Db> {
   // One options object: PGlite ignores the second argument when the first is not a string.
   const lite = new PGlite({
     dataDir: dataDir ?? undefined,
-    parsers: { [INT8]: toNumber, [NUMERIC]: toNumber },
+    loadDataDir: from,
+    parsers: { [INT8]: toNumber, [NUMERIC]: toNumber, [TIMESTAMPTZ]: parseTimestamptz },
   });
   await lite.waitReady;
   return {

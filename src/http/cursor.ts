@@ -5,9 +5,10 @@
 // organization is still bound: it is part of the signed text without being carried, so a cursor
 // replayed by another organization fails verification. Signing keys are derived from the master key
 // and the key id; rotating (operator API) retires every older key, which invalidates every cursor.
+import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import type { Queryable } from '../db/db.js';
 import { isUuid } from '../domain/ids.js';
-import { deriveKey, hmac, safeEqual } from '../security/secrets.js';
+import { deriveKey, safeEqual } from '../security/secrets.js';
 import { AppError } from './errors.js';
 
 export type ListName = 'bookings' | 'customers' | 'drivers' | 'vehicles' | 'events';
@@ -47,14 +48,15 @@ export interface CursorCodecOptions {
 export function createCursorCodec(options: CursorCodecOptions): CursorCodec {
   const { db, masterKey, refreshMs } = options;
   const now = options.now ?? Date.now;
-  const secrets = new Map<number, Buffer>();
+  // Key objects, not buffers: an HMAC made from a KeyObject skips importing the key every time.
+  const secrets = new Map<number, KeyObject>();
   let state: { current: number; valid: Set<number>; loadedAt: number } | null = null;
   let lastForcedLoad = 0;
 
   const secretOf = (kid: number) => {
     let s = secrets.get(kid);
     if (!s) {
-      s = deriveKey(masterKey, `cursor-key:${kid}`);
+      s = createSecretKey(deriveKey(masterKey, `cursor-key:${kid}`));
       secrets.set(kid, s);
     }
     return s;
@@ -85,7 +87,7 @@ export function createCursorCodec(options: CursorCodecOptions): CursorCodec {
   }
 
   const sign = (kid: number, organizationId: string, body: string) =>
-    hmac(secretOf(kid), `${organizationId}.${body}`).toString('base64url');
+    createHmac('sha256', secretOf(kid)).update(`${organizationId}.${body}`).digest('base64url');
 
   return {
     async encode(list, organizationId, position) {

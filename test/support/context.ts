@@ -21,6 +21,7 @@ import type { RateLimitStore } from '../../src/ratelimit/store.js';
 import { createSecretBox } from '../../src/security/secrets.js';
 import type { Resolver } from '../../src/security/url-guard.js';
 import { assertMatchesContract } from './contract.js';
+import { pgliteTemplate } from './pglite-template.js';
 
 export const OPERATOR_TOKEN = 'test-operator-token-0123456789abcdef';
 export const MASTER_KEY = Buffer.alloc(32, 7);
@@ -46,7 +47,8 @@ export async function openTestDb(
 ): Promise<{ db: Db; drop(): Promise<void> }> {
   const url = process.env.TEST_DATABASE_URL;
   if (!url) {
-    const db = await createPgliteDb(null);
+    // Loaded from the migrated template; migrate() then only confirms every migration is applied.
+    const db = await createPgliteDb(null, await pgliteTemplate());
     await migrate(db);
     return { db, drop: () => db.close() };
   }

@@ -36,7 +36,7 @@ interface CustomerRow extends Omit<Static<typeof Customer>, 'group'> {
   group_name: string | null;
 }
 
-function customerView({ group_id, group_name, ...customer }: CustomerRow): Static<typeof Customer> {
+export function customerView({ group_id, group_name, ...customer }: CustomerRow): Static<typeof Customer> {
   return { ...customer, group: group_id === null ? null : { id: group_id, name: group_name ?? '' } };
 }
 
