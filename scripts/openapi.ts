@@ -1,7 +1,7 @@
 // npm run openapi: writes openapi/openapi.json from the route schemas. With --check it writes
 // nothing and fails when the committed file differs from what the routes generate.
 import { readFileSync, writeFileSync } from 'node:fs';
-import { generatedDocument } from '../src/openapi/generate.js';
+import { generatedDocument } from '../src/apps/openapi-document.js';
 
 export const DOCUMENT_PATH = new URL('../openapi/openapi.json', import.meta.url);
 

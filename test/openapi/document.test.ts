@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { generatedDocument } from '../../src/openapi/generate.js';
+import { generatedDocument } from '../../src/apps/openapi-document.js';
 import { serviceForFile } from '../support/context.js';
 
 const committed = readFileSync(new URL('../../openapi/openapi.json', import.meta.url), 'utf8');

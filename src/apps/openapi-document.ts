@@ -2,11 +2,11 @@
 // built with inert dependencies (registering routes touches none of them) and asked for its own
 // GET /openapi.json, so the file is exactly what a running server serves.
 
-import type { Deps } from '../apps/deps.js';
-import { buildPublicApp, PUBLIC_PREFIX } from '../apps/public.js';
 import { loadConfig } from '../config.js';
 import { createMetrics } from '../http/metrics.js';
 import { createLogger } from '../logger.js';
+import type { Deps } from './deps.js';
+import { buildPublicApp, PUBLIC_PREFIX } from './public.js';
 
 /** A dependency that must not be used while only building the routes. */
 function inert(name: string): never {
