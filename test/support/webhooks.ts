@@ -7,7 +7,7 @@ import { after } from 'node:test';
 import type { Worker } from '../../src/delivery/worker.js';
 import { startDeliveryWorker } from '../../src/runtime.js';
 import { startService, type TestService } from './context.js';
-import { type Receiver, startReceiver } from './https-receiver.js';
+import { type ReceivedRequest, type Receiver, startReceiver } from './https-receiver.js';
 import { createTenant, expectOk, READ_SCOPES, type Tenant, type TenantOptions } from './tenants.js';
 
 /** Gaps of 50 ms to 350 ms instead of 30 s to 32 min, same shape. */
@@ -101,4 +101,19 @@ export async function deliveriesUntil(
       assert.fail(`deliveries never reached the expected state: ${JSON.stringify(data)}`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+export const requestsTo = (receiver: Receiver, path: string): ReceivedRequest[] =>
+  receiver.requests.filter((r) => r.path === path);
+
+/** Waits (bounded) until `count` requests reached `path`; returns them in arrival order. */
+export async function arrivalsAt(receiver: Receiver, path: string, count: number, timeoutMs = 10_000) {
+  const until = Date.now() + timeoutMs;
+  while (requestsTo(receiver, path).length < count) {
+    if (Date.now() > until) {
+      assert.fail(`only ${requestsTo(receiver, path).length} of ${count} requests reached ${path}`);
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return requestsTo(receiver, path);
 }

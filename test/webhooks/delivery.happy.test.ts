@@ -6,8 +6,10 @@ import { describe, test } from 'node:test';
 import { bookingBody, putBooking } from '../support/feed.js';
 import { expectOk } from '../support/tenants.js';
 import {
+  arrivalsAt,
   createWebhook,
   deliveriesUntil,
+  requestsTo,
   signatureMatches,
   WEBHOOK_SCOPES,
   webhookHarness,
@@ -16,16 +18,8 @@ import {
 
 const { svc, receiver } = await webhookHarness();
 
-const forPath = (path: string) => receiver.requests.filter((r) => r.path === path);
-
-async function arrivals(path: string, count: number, timeoutMs = 10_000) {
-  const until = Date.now() + timeoutMs;
-  while (forPath(path).length < count) {
-    if (Date.now() > until) assert.fail(`only ${forPath(path).length} of ${count} requests reached ${path}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return forPath(path);
-}
+const forPath = (path: string) => requestsTo(receiver, path);
+const arrivals = (path: string, count: number) => arrivalsAt(receiver, path, count);
 
 describe('delivery of booking events', () => {
   test('headers, signature and envelope; data is the booking as the change left it', async () => {

@@ -9,8 +9,10 @@ import type { Response } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
 import { expectOk, type Tenant } from '../support/tenants.js';
 import {
+  arrivalsAt,
   createWebhook,
   deliveriesUntil,
+  requestsTo,
   signatureMatches,
   webhookHarness,
   webhookTenant,
@@ -20,16 +22,8 @@ const { svc, receiver } = await webhookHarness();
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-const forPath = (path: string) => receiver.requests.filter((r) => r.path === path);
-
-async function arrivals(path: string, count: number, timeoutMs = 10_000) {
-  const until = Date.now() + timeoutMs;
-  while (forPath(path).length < count) {
-    if (Date.now() > until) assert.fail(`only ${forPath(path).length} of ${count} requests reached ${path}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return forPath(path);
-}
+const forPath = (path: string) => requestsTo(receiver, path);
+const arrivals = (path: string, count: number) => arrivalsAt(receiver, path, count);
 
 const sendTest = (t: Tenant, id: string) => svc.call('POST', `/webhooks/${id}/test`, { key: t.key });
 
