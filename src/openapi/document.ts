@@ -6,7 +6,7 @@
 import type { TSchema } from 'typebox';
 import { Booking, ExecutorPricing, OriginatorPricing } from '../api/bookings/schemas.js';
 import { Customer, Driver, Vehicle } from '../api/catalogue/schemas.js';
-import { EVENT_TYPES, Event } from '../api/events/schemas.js';
+import { Event } from '../api/events/schemas.js';
 import { Deleted, ExternalIdBody, ExternalIdLink } from '../api/external-ids/schemas.js';
 import { IntegrationIdentity } from '../api/integrations/schemas.js';
 import { Page } from '../api/pagination.js';
@@ -23,11 +23,13 @@ import {
   WebhookList,
   WebhookPatchBody,
 } from '../api/webhooks/schemas.js';
-import { ERRORS, type ErrorCode } from '../http/errors.js';
+import { ERRORS } from '../http/errors.js';
 import { canonicalJson } from '../http/idempotency.js';
 import type { CollectedRoute } from './collect.js';
 import * as ex from './examples.js';
 import { OPERATIONS, TAGS } from './operations.js';
+import { ERROR_RESPONSES, errorResponse, HEADERS, header } from './responses.js';
+import { webhookSection } from './webhooks.js';
 
 type Json = Record<string, unknown>;
 
@@ -148,152 +150,6 @@ function componentSchemas(toRef: ReturnType<typeof referencer>): Json {
   return schemas;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Headers and error responses
-
-const HEADERS: Json = {
-  RequestId: {
-    description: 'Identifies the request; the same value as `error.request_id`.',
-    required: true,
-    schema: { type: 'string', pattern: '^req_[A-Za-z0-9_-]{16}$' },
-  },
-  RateLimitLimit: {
-    description: 'The per-key limit per minute (600). On every answer to a valid key except a 429.',
-    schema: { type: 'integer' },
-  },
-  RateLimitRemaining: {
-    description: 'The smallest remainder of the three buckets (key, organization, endpoint).',
-    schema: { type: 'integer' },
-  },
-  RetryAfter: {
-    description: 'Seconds to wait before retrying.',
-    required: true,
-    schema: { type: 'integer', minimum: 1 },
-  },
-  IdempotentReplayed: {
-    description:
-      'Present (`true`) when the answer is the replay of an earlier request with this Idempotency-Key.',
-    schema: { type: 'string', enum: ['true'] },
-  },
-};
-
-const header = (name: string) => ({ $ref: `#/components/headers/${name}` });
-
-interface ErrorResponse {
-  status: number;
-  codes: ErrorCode[];
-  description: string;
-}
-
-const ERROR_RESPONSES: Record<string, ErrorResponse> = {
-  BadRequest: {
-    status: 400,
-    codes: ['validation_error'],
-    description: 'A parameter or field is invalid: `details.param` or `details.field` says which.',
-  },
-  BadRequestList: {
-    status: 400,
-    codes: ['validation_error', 'invalid_cursor'],
-    description:
-      'A parameter is invalid (`details.param`), or the cursor is tampered, truncated, from another list or signed with a retired key: start again from the first page.',
-  },
-  Unauthorized: {
-    status: 401,
-    codes: ['unauthorized', 'invalid_key', 'expired_key', 'revoked_key', 'wrong_environment'],
-    description: 'No valid key. Do not retry with the same key.',
-  },
-  Forbidden: {
-    status: 403,
-    codes: ['integration_disabled', 'api_disabled', 'insufficient_scope'],
-    description:
-      'The integration is disabled, the API (or the webhooks part) is not enabled for the organization, or a scope is missing (`details.required_scope`). Do not retry.',
-  },
-  ForbiddenAnyKey: {
-    status: 403,
-    codes: ['integration_disabled', 'api_disabled'],
-    description: 'The integration is disabled or the API is not enabled for the organization.',
-  },
-  NotFound: {
-    status: 404,
-    codes: ['not_found'],
-    description: "Absent, not of the caller's organization, or an id that cannot exist: the same answer.",
-  },
-  Conflict: {
-    status: 409,
-    codes: ['conflict', 'idempotency_conflict', 'idempotency_in_progress'],
-    description:
-      'The external id already points to another booking of this integration, or the Idempotency-Key was used with another request or is still running.',
-  },
-  IdempotencyConflict: {
-    status: 409,
-    codes: ['idempotency_conflict', 'idempotency_in_progress'],
-    description: 'The Idempotency-Key was used with another request, or a request with it is still running.',
-  },
-  PayloadTooLarge: {
-    status: 413,
-    codes: ['payload_too_large'],
-    description: 'The body is over 256 KB (262,144 bytes of UTF-8).',
-  },
-  UnsupportedMediaType: {
-    status: 415,
-    codes: ['unsupported_media_type'],
-    description: 'The body is not `application/json`, or there is no Content-Type.',
-  },
-  TooManyRequests: {
-    status: 429,
-    codes: ['rate_limited'],
-    description: 'A limit is full: wait `Retry-After` seconds, then retry with exponential back-off.',
-  },
-  InternalError: {
-    status: 500,
-    codes: ['internal'],
-    description: 'Unforeseen failure. Retry with exponential back-off a few times.',
-  },
-};
-
-/** The error body, `code` narrowed to those one response can carry. */
-function errorEnvelope(code: Json): Json {
-  return {
-    type: 'object',
-    required: ['error'],
-    properties: {
-      error: {
-        type: 'object',
-        required: ['code', 'message', 'request_id'],
-        properties: {
-          code: { ...code, description: 'Stable: decide by it.' },
-          message: { type: 'string', description: 'For people (Spanish); may change.' },
-          request_id: { type: 'string', description: 'The same value as the `X-SVC-Request-Id` header.' },
-          details: { $ref: '#/components/schemas/ErrorDetails' },
-        },
-      },
-    },
-  };
-}
-
-function errorResponse({ status, codes, description }: ErrorResponse): Json {
-  const headers: Json = { 'X-SVC-Request-Id': header('RequestId') };
-  if (status === 429) headers['Retry-After'] = header('RetryAfter');
-  else if (status !== 401) {
-    headers['X-RateLimit-Limit'] = header('RateLimitLimit');
-    headers['X-RateLimit-Remaining'] = header('RateLimitRemaining');
-  }
-  return {
-    description: `${description} Codes: ${codes.map((c) => `\`${c}\``).join(', ')}.`,
-    headers,
-    content: {
-      'application/json': {
-        schema: errorEnvelope({ $ref: '#/components/schemas/ErrorCode', enum: codes }),
-        examples: Object.fromEntries(codes.map((c) => [c, { value: ex.errorExample(c) }])),
-      },
-    },
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Operations
-
-/** `/api/v1/bookings/:id` -> `/bookings/{id}`. */
 export function publishedPath(url: string, prefix: string): string {
   return url.slice(prefix.length).replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 }
@@ -414,88 +270,6 @@ function operation(route: CollectedRoute, key: string, toRef: ReturnType<typeof 
   if (!route.config.public) op['x-required-scopes'] = scopes;
   if (route.config.feature) op['x-feature'] = route.config.feature;
   return op;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Webhook deliveries
-
-const DELIVERY_HEADERS: [string, string, Json][] = [
-  ['User-Agent', '`SVC-Webhooks/1`.', { type: 'string', const: 'SVC-Webhooks/1' }],
-  ['X-SVC-Event', 'The event type.', { type: 'string', enum: [...EVENT_TYPES] }],
-  [
-    'X-SVC-Event-Id',
-    "The event id: the body's `id`, and the event's in GET /events.",
-    { type: 'string', format: 'uuid' },
-  ],
-  [
-    'X-SVC-Delivery',
-    'The delivery id: the same on every retry of this delivery.',
-    { type: 'string', format: 'uuid' },
-  ],
-  ['X-SVC-Attempt', 'Attempt number, starting at 1.', { type: 'integer', minimum: 1 }],
-  ['X-SVC-Timestamp', 'Unix time in seconds when the attempt was signed.', { type: 'integer' }],
-  [
-    'X-SVC-Signature',
-    '`v1=<hex>`: HMAC-SHA256 of `"{X-SVC-Timestamp}.{raw body}"` keyed with the whole secret (`whsec_…`). During a rotation overlap, two values separated by a comma: the new one, then the previous one. Verify it before reading the body.',
-    { type: 'string', pattern: '^v1=[0-9a-f]{64}(,v1=[0-9a-f]{64})?$' },
-  ],
-];
-
-const EVENT_TEXT: Record<string, string> = {
-  'booking.created': 'A booking was created.',
-  'booking.updated': 'A booking changed (`changes` names the columns).',
-  'booking.assigned':
-    "A booking's driver, vehicle or executor changed. An executor that lost the booking receives `data: null`.",
-  'booking.started': 'The service of a booking started.',
-  'booking.completed': 'A booking was completed.',
-  'booking.cancelled': 'A booking was cancelled.',
-  'booking.no_show': 'The passenger did not show.',
-  'booking.deleted': 'A booking was deleted; `data` is the booking as it was just before.',
-  'webhook.test':
-    'Sent only by POST /webhooks/{id}/test: `resource.type` is `webhook`, `changes` empty, `data` null.',
-};
-
-function webhookSection(): Json {
-  const out: Json = {};
-  for (const type of EVENT_TYPES) {
-    out[type] = {
-      post: {
-        operationId: `deliver${type.replace(/(^|[._])([a-z])/g, (_m, _s, c: string) => c.toUpperCase())}`,
-        tags: ['Webhook deliveries'],
-        summary: type,
-        description: `${EVENT_TEXT[type]} Sent as an HTTP POST to the webhook's url, retried up to 8 times over a little over an hour (3 while your server answers a permanent 4xx). Deduplicate by \`X-SVC-Event-Id\`: a delivery may arrive more than once.`,
-        parameters: DELIVERY_HEADERS.map(([name, description, schema]) => ({
-          name,
-          in: 'header',
-          required: true,
-          description,
-          schema,
-        })),
-        requestBody: {
-          required: true,
-          content: {
-            'application/json': {
-              schema: ref('WebhookEvent'),
-              examples: {
-                body: {
-                  $ref: `#/components/examples/${type === 'webhook.test' ? 'WebhookTestDelivery' : 'BookingDelivery'}`,
-                },
-              },
-            },
-          },
-        },
-        responses: {
-          '200': { description: 'Any 2xx within 10 seconds is a success.' },
-          '400': {
-            description:
-              'A permanent 4xx (any but 408, 409, 425 and 429) caps the delivery at 3 attempts; any other answer, a redirect, a time-out or a network error is retried.',
-          },
-        },
-        security: [{ webhookSignature: [] }],
-      },
-    };
-  }
-  return out;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -39,6 +39,19 @@ export async function webhookHarness(env: Record<string, string> = {}): Promise<
   return { svc, receiver, worker };
 }
 
+/** The contract's delivery body envelope, in its order. */
+export const ENVELOPE_KEYS = [
+  'id',
+  'type',
+  'version',
+  'created_at',
+  'organization',
+  'resource',
+  'changes',
+  'previous_status',
+  'data',
+];
+
 export const WEBHOOK_SCOPES = [...READ_SCOPES, 'webhooks:read', 'webhooks:write'];
 
 export function webhookTenant(svc: TestService, options: TenantOptions = {}): Promise<Tenant> {

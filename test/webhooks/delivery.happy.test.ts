@@ -9,6 +9,7 @@ import {
   arrivalsAt,
   createWebhook,
   deliveriesUntil,
+  ENVELOPE_KEYS,
   requestsTo,
   signatureMatches,
   WEBHOOK_SCOPES,
@@ -49,17 +50,7 @@ describe('delivery of booking events', () => {
     }
     const created1 = JSON.parse(first.body);
     const cancelled = JSON.parse(second.body);
-    assert.deepEqual(Object.keys(created1), [
-      'id',
-      'type',
-      'version',
-      'created_at',
-      'organization',
-      'resource',
-      'changes',
-      'previous_status',
-      'data',
-    ]);
+    assert.deepEqual(Object.keys(created1), ENVELOPE_KEYS);
     assert.equal(created1.type, 'booking.created');
     assert.equal(created1.version, 1);
     assert.deepEqual(created1.organization, { id: t.organization.id });

@@ -12,6 +12,7 @@ import {
   arrivalsAt,
   createWebhook,
   deliveriesUntil,
+  ENVELOPE_KEYS,
   requestsTo,
   signatureMatches,
   webhookHarness,
@@ -77,17 +78,7 @@ describe('POST /webhooks/{id}/test', () => {
     assert.ok(signatureMatches(hook.secret, req.headers, req.body), 'signed with the webhook secret');
     assert.ok(!signatureMatches(`${hook.secret}x`, req.headers, req.body));
     const body = JSON.parse(req.body);
-    assert.deepEqual(Object.keys(body), [
-      'id',
-      'type',
-      'version',
-      'created_at',
-      'organization',
-      'resource',
-      'changes',
-      'previous_status',
-      'data',
-    ]);
+    assert.deepEqual(Object.keys(body), ENVELOPE_KEYS);
     assert.equal(body.id, res.body.event_id);
     assert.equal(body.type, 'webhook.test');
     assert.equal(body.version, 1);
