@@ -3,39 +3,26 @@
 // same X-SVC-Delivery and a higher X-SVC-Attempt. On the embedded database the second worker is a
 // restarted `svc serve`; on PostgreSQL it is a `svc worker` beside nothing else.
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { createPostgresDb } from '../../src/db/db.js';
 import { bookingBody } from '../support/feed.js';
 import { startReceiver } from '../support/https-receiver.js';
+import { freePort, svc as svcProcess } from '../support/processes.js';
 import { WEBHOOK_SCOPES } from '../support/webhooks.js';
 
-const ENTRY =
-  'import("./src/cli.ts").then(async (m) => { process.exitCode = await m.main(process.argv.slice(1)); })';
 const TOKEN = 'kill-test-operator-token-0123456789abcdef';
 const serverUrl = process.env.TEST_DATABASE_URL;
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 
 const receiver = await startReceiver();
 const dataDir = await mkdtemp(join(tmpdir(), 'svc-kill-'));
 const schema = `t_${randomBytes(6).toString('hex')}`;
 const admin = serverUrl ? createPostgresDb({ url: serverUrl, max: 1 }) : null;
 if (admin) await admin.exec(`CREATE SCHEMA ${schema}`);
-const children: ChildProcess[] = [];
 after(async () => {
-  for (const c of children) c.kill('SIGKILL');
   await receiver.close();
   await rm(dataDir, { recursive: true, force: true });
   if (admin) {
@@ -44,40 +31,24 @@ after(async () => {
   }
 });
 
-function svc(args: string[], env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', '-e', ENTRY, '--', ...args], {
-    env: {
-      ...process.env,
-      SVC_LOG_LEVEL: 'warn',
-      SVC_HOST: '127.0.0.1',
-      SVC_OPERATOR_TOKEN: TOKEN,
-      SVC_DATA_DIR: dataDir,
-      SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-      SVC_WEBHOOK_CA_FILE: receiver.caFile,
-      SVC_WEBHOOK_TIMEOUT_MS: '20000',
-      SVC_WEBHOOK_LEASE_SECONDS: '21',
-      ...(serverUrl
-        ? {
-            DATABASE_URL: `${serverUrl}?options=${encodeURIComponent(`-c search_path=${schema}`)}`,
-            SVC_MASTER_KEY: '07'.repeat(32),
-          }
-        : {}),
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+/** `svc` on this file's database, delivering to the loopback receiver (killed after the file). */
+function svc(args: string[], env: Record<string, string>) {
+  return svcProcess(args, {
+    SVC_HOST: '127.0.0.1',
+    SVC_OPERATOR_TOKEN: TOKEN,
+    SVC_DATA_DIR: dataDir,
+    SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    SVC_WEBHOOK_CA_FILE: receiver.caFile,
+    SVC_WEBHOOK_TIMEOUT_MS: '20000',
+    SVC_WEBHOOK_LEASE_SECONDS: '21',
+    ...(serverUrl
+      ? {
+          DATABASE_URL: `${serverUrl}?options=${encodeURIComponent(`-c search_path=${schema}`)}`,
+          SVC_MASTER_KEY: '07'.repeat(32),
+        }
+      : {}),
+    ...env,
   });
-  let out = '';
-  child.stdout?.on('data', (c) => {
-    out += c;
-  });
-  child.stderr?.on('data', (c) => {
-    out += c;
-  });
-  child.on('exit', (code, signal) => {
-    if (code && code !== 0) console.error(`svc ${args[0]} exited ${code} ${signal}:\n${out}`);
-  });
-  children.push(child);
-  return child;
 }
 
 async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
@@ -133,8 +104,7 @@ test('a delivery interrupted by SIGKILL arrives again with the same X-SVC-Delive
   await call(op, 'PUT', `/organizations/${org.id}/bookings/${randomUUID()}`, TOKEN, bookingBody());
 
   const [interrupted] = await receiver.waitFor(1, 30_000);
-  first.kill('SIGKILL');
-  await new Promise((r) => first.once('exit', r));
+  await first.stop('SIGKILL');
   assert.equal(interrupted?.headers['x-svc-attempt'], '1');
 
   // Another worker takes the delivery back once the dead one's 3 s lease has ended.
@@ -147,21 +117,11 @@ test('a delivery interrupted by SIGKILL arrives again with the same X-SVC-Delive
   assert.ok((again?.receivedAt ?? 0) - (interrupted?.receivedAt ?? 0) >= 2500, 'not before the lease ended');
 
   // SIGTERM stops the worker cleanly.
-  second.kill('SIGTERM');
-  const code = await new Promise((r) => second.once('exit', (c) => r(c)));
-  assert.equal(code, 0);
+  assert.equal(await second.stop('SIGTERM'), 0);
 });
 
 test('svc worker refuses the embedded database with a clear message', async () => {
-  const child = spawn(process.execPath, ['--import', 'tsx', '-e', ENTRY, '--', 'worker'], {
-    env: { ...process.env, DATABASE_URL: '', SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'silent' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stderr?.on('data', (c) => {
-    out += c;
-  });
-  const code = await new Promise((r) => child.once('exit', (c) => r(c)));
-  assert.notEqual(code, 0);
-  assert.match(out, /svc worker needs DATABASE_URL/);
+  const child = svcProcess(['worker'], { DATABASE_URL: '', SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'silent' });
+  assert.notEqual(await child.exited(), 0);
+  assert.match(child.output(), /svc worker needs DATABASE_URL/);
 });
