@@ -8,7 +8,6 @@ declare module 'autocannon' {
     method?: string;
     timeout?: number;
     pipelining?: number;
-    overallRate?: number;
   }
 
   interface Histogram {

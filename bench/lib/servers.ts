@@ -45,7 +45,9 @@ export interface ServerSet {
   stop(): Promise<void>;
 }
 
-const tsx = (root: string, script: string, ...args: string[]) => [
+const tsx = (root: string, script: string, profileDir: string | undefined, ...args: string[]) => [
+  // One directory per script: tsx's loader runs in a thread of its own, which writes a profile too.
+  ...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', join(profileDir, script.replace(/\W+/g, '-'))] : []),
   '--import',
   'tsx',
   join(root, script),
@@ -61,11 +63,17 @@ export async function serverSet(options: ServerSetOptions, api: Running): Promis
   const prefixed = Object.fromEntries(Object.entries(options.captures).map(([p, c]) => [`/api/v1${p}`, c]));
   await writeFile(join(dir, 'captures.json'), JSON.stringify(prefixed));
 
-  const script = async (file: string, config: string, probe: string): Promise<Running> => {
+  // With --profile, the minimal server writes its CPU profile beside the API's, to compare them.
+  const script = async (
+    file: string,
+    config: string,
+    probe: string,
+    profileDir?: string,
+  ): Promise<Running> => {
     const port = await freePort();
     const baseUrl = `http://127.0.0.1:${port}/api/v1`;
     const child = await startChild({
-      args: tsx(root, file, join(dir, config), String(port)),
+      args: tsx(root, file, profileDir, join(dir, config), String(port)),
       env: { PATH: process.env.PATH, NODE_ENV: 'production' },
       cwd: root,
       ready: async () => (await fetch(`${baseUrl}${probe}`)).status === 200,
@@ -84,7 +92,7 @@ export async function serverSet(options: ServerSetOptions, api: Running): Promis
     {
       name: 'minimal',
       database: true,
-      start: () => script('bench/minimal.ts', 'minimal.json', '/integrations/me'),
+      start: () => script('bench/minimal.ts', 'minimal.json', '/integrations/me', options.profileDir),
     },
     {
       name: 'ceiling',

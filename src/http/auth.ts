@@ -4,7 +4,7 @@
 // cache TTL (SVC_AUTH_CACHE_TTL_MS, 5 s by default).
 import type { Environment } from '../config.js';
 import type { Queryable } from '../db/db.js';
-import { hashApiKey } from '../security/secrets.js';
+import { apiKeyDigest } from '../security/secrets.js';
 import { effectiveScopes, type IntegrationKind, type Scope } from './scopes.js';
 
 export interface Identity {
@@ -98,12 +98,11 @@ export function createIdentityCache(
   const entries = new Map<string, { identity: Identity; until: number }>();
   return {
     async lookup(key) {
-      const hash = hashApiKey(key);
-      const id = hash.toString('base64');
+      const id = apiKeyDigest(key);
       const cached = entries.get(id);
       const t = now();
       if (cached && cached.until > t) return cached.identity;
-      const [row] = await db.query<IdentityRow>(IDENTITY_SQL, [hash]);
+      const [row] = await db.query<IdentityRow>(IDENTITY_SQL, [Buffer.from(id, 'base64')]);
       if (!row) {
         entries.delete(id);
         return null;

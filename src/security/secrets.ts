@@ -2,8 +2,8 @@
 import {
   createCipheriv,
   createDecipheriv,
-  createHash,
   createHmac,
+  hash,
   hkdfSync,
   randomBytes,
   randomInt,
@@ -39,7 +39,12 @@ export function visiblePrefix(key: string): string {
 
 /** Keys have 238 bits of entropy, so a plain SHA-256 is a safe and fast lookup hash. */
 export function hashApiKey(key: string): Buffer {
-  return createHash('sha256').update(key).digest();
+  return Buffer.from(apiKeyDigest(key), 'base64');
+}
+
+/** The same SHA-256 as base64 text, from the one-shot hash (a quarter of the cost of a Hash object). */
+export function apiKeyDigest(key: string): string {
+  return hash('sha256', key, 'base64');
 }
 
 export function keyEnvironment(key: string): Environment | null {

@@ -50,6 +50,13 @@ function filterConditions(f: BookingFilters, params: unknown[]): string[] {
 }
 
 /**
+ * The text of each shape of the page query (which filters, whether a cursor), made once: the same
+ * string every time is also the key the named-statement map finds at once, where a text built
+ * anew would be hashed whole on every request. At most 2^7 shapes exist.
+ */
+const pageTexts = new Map<string, string>();
+
+/**
  * One page of the organization's bookings, newest first. Each branch is ordered and limited by
  * its own index scan; the outer ORDER BY ... LIMIT merges them, and only the rows kept have their
  * linked names read.
@@ -63,10 +70,12 @@ export function bookingPageSql(
 ): { sql: string; params: unknown[] } {
   const params: unknown[] = [reader.integrationId, reader.organizationId, take];
   const conditions = [...filterConditions(filters, params), afterPosition(after, params)].join(' AND ');
-  const branch = (side: string) => `(SELECT * FROM bookings
+  let sql = pageTexts.get(conditions);
+  if (sql === undefined) {
+    const branch = (side: string) => `(SELECT * FROM bookings
       WHERE ${side} = $2 AND ${conditions}
       ORDER BY created_at DESC, id DESC LIMIT $3)`;
-  const sql = `
+    sql = `
     WITH page AS (
       ${branch('originator_organization_id')}
       UNION ALL
@@ -75,6 +84,8 @@ export function bookingPageSql(
     )
     SELECT ${VIEW_COLUMNS} FROM page b
     ORDER BY b.created_at DESC, b.id DESC`;
+    pageTexts.set(conditions, sql);
+  }
   return { sql, params };
 }
 
@@ -118,16 +129,16 @@ export function bookingByExternalId(
   return db.query<BookingRow>(sql, params);
 }
 
+const BY_ID = `SELECT ${VIEW_COLUMNS} FROM bookings b WHERE b.id = $3 AND ${VISIBLE}`;
+const BY_REFERENCE = `SELECT ${VIEW_COLUMNS} FROM bookings b WHERE b.reference = $3 AND ${VISIBLE}`;
+
 /** One booking by UUID or by booking number, or null when absent or not visible. */
 export async function findBooking(
   db: Queryable,
   reader: Reader,
   by: { id: string } | { reference: string },
 ): Promise<BookingRow | null> {
-  const [column, value] = 'id' in by ? ['b.id', by.id] : ['b.reference', by.reference];
-  const [row] = await db.query<BookingRow>(
-    `SELECT ${VIEW_COLUMNS} FROM bookings b WHERE ${column} = $3 AND ${VISIBLE}`,
-    [reader.integrationId, reader.organizationId, value],
-  );
+  const [sql, value] = 'id' in by ? [BY_ID, by.id] : [BY_REFERENCE, by.reference];
+  const [row] = await db.query<BookingRow>(sql, [reader.integrationId, reader.organizationId, value]);
   return row ?? null;
 }

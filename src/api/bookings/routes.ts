@@ -4,7 +4,7 @@ import { isUuid } from '../../domain/ids.js';
 import type { CursorCodec } from '../../http/cursor.js';
 import { notFound } from '../../http/errors.js';
 import { identityOf } from '../../http/guard.js';
-import type { App } from '../../http/kit.js';
+import { type App, viewSerializer } from '../../http/kit.js';
 import { Page, readPage } from '../pagination.js';
 import { bookingFilters } from './filters.js';
 import { bookingByExternalId, findBooking, listBookings } from './queries.js';
@@ -26,6 +26,7 @@ export function bookingRoutes(app: App, deps: BookingRouteDeps): void {
     {
       schema: { querystring: BookingListQuery, response: { 200: Page(Booking) } },
       config: { scopes: ['bookings:read'] },
+      serializerCompiler: viewSerializer,
     },
     async (request) => {
       const { organization, integration, scopes } = identityOf(request);
@@ -54,6 +55,7 @@ export function bookingRoutes(app: App, deps: BookingRouteDeps): void {
     {
       schema: { params: BookingIdParams, response: { 200: Booking } },
       config: { scopes: ['bookings:read'] },
+      serializerCompiler: viewSerializer,
     },
     async (request) => {
       const { organization, integration, scopes } = identityOf(request);
