@@ -14,6 +14,7 @@ import Fastify, {
 import { AppError, errorBody } from './errors.js';
 import { createFailureLog } from './failure-log.js';
 import type { Metrics } from './metrics.js';
+import { requestLogger } from './request-logger.js';
 import { compileValidator, type ValidationPart, validationError } from './validation.js';
 
 /** 256 KiB, counted in bytes of the UTF-8 body. */
@@ -163,6 +164,7 @@ export function createHttpApp(options: KitOptions): App {
   const app = Fastify({
     loggerInstance: options.logger,
     genReqId: newRequestId,
+    childLoggerFactory: requestLogger,
     bodyLimit: BODY_LIMIT,
     trustProxy: trustProxyOption(options.trustProxy ?? false),
     requestTimeout: options.requestTimeoutMs ?? 0,
