@@ -201,24 +201,16 @@ export function createHttpApp(options: KitOptions): App {
 
   const { metrics } = options;
   if (metrics) {
-    // One bound child of the histogram per label set: prom-client hashes the labels of an
-    // unbound observe on every call.
-    const observers = new Map<string, { observe(seconds: number): void }>();
     app.addHook('onResponse', (request, reply, done) => {
-      const route = request.is404 ? 'unknown' : (request.routeOptions.url ?? 'unknown');
-      const status = reply.statusCode;
-      const id = `${request.method} ${status} ${route}`;
-      let observer = observers.get(id);
-      if (!observer) {
-        observer = metrics.requestDuration.labels({
+      metrics.requestDuration.observe(
+        {
           app: options.name,
           method: request.method,
-          route,
-          status: String(status),
-        });
-        observers.set(id, observer);
-      }
-      observer.observe(reply.elapsedTime / 1000);
+          route: request.is404 ? 'unknown' : (request.routeOptions.url ?? 'unknown'),
+          status: String(reply.statusCode),
+        },
+        reply.elapsedTime / 1000,
+      );
       done();
     });
   }
