@@ -8,6 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { compiledPath, compileTree } from './test-compile.mjs';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 
@@ -31,17 +32,23 @@ const files = only.length
   ? only
   : [...collect('src'), ...collect('test'), ...collect('packages/client/test')].sort();
 
-const template = run(['--import', 'tsx', 'test/support/pglite-template.ts'], {
+const tree = compileTree();
+const template = run([compiledPath(tree, 'test/support/pglite-template.ts')], {
   stdio: ['ignore', 'pipe', 'inherit'],
 });
-const templateFile = template.stdout.toString().trim();
+const [templateFile, emptyFile] = template.stdout.toString().trim().split('\n');
 
 // PGlite runs inside each test process: the run is CPU-bound, one file per core. On PostgreSQL a
 // file mostly waits for the server and Redis, so more files overlap.
 const runs = [
   {
     name: 'embedded PGlite, in-memory limits',
-    env: { TEST_DATABASE_URL: '', TEST_REDIS_URL: '', SVC_TEST_PGLITE_TEMPLATE: templateFile },
+    env: {
+      TEST_DATABASE_URL: '',
+      TEST_REDIS_URL: '',
+      SVC_TEST_PGLITE_TEMPLATE: templateFile,
+      SVC_TEST_PGLITE_EMPTY: emptyFile,
+    },
     concurrency: 2,
   },
 ];
@@ -56,12 +63,11 @@ for (const suite of runs) {
   const result = spawnSync(
     process.execPath,
     [
-      '--import',
-      'tsx',
+      '--enable-source-maps',
       '--test',
       `--test-concurrency=${suite.concurrency}`,
       '--test-reporter=spec',
-      ...files,
+      ...files.map((file) => compiledPath(tree, file)),
     ],
     { cwd: ROOT, stdio: 'inherit', env: { ...process.env, ...suite.env } },
   );

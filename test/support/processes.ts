@@ -5,8 +5,19 @@ import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process'
 import { createServer } from 'node:net';
 import { after } from 'node:test';
 
-const ENTRY =
-  'import("./src/cli.ts").then(async (m) => { process.exitCode = await m.main(process.argv.slice(1)); })';
+// The CLI beside this file, in its language: src/cli.ts under tsx (the single-file command), or
+// src/cli.js when scripts/test.mjs runs the suite compiled, where node needs no loader.
+const CLI = new URL(
+  `../../src/cli${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`,
+  import.meta.url,
+);
+const ENTRY = `import(${JSON.stringify(CLI.href)}).then(async (m) => { process.exitCode = await m.main(process.argv.slice(1)); })`;
+
+/** The command line of `svc …` from source: node, with tsx only when the sources are TypeScript. */
+export function svcCommand(args: string[]): [string, string[]] {
+  const loader = CLI.pathname.endsWith('.ts') ? ['--import', 'tsx'] : [];
+  return [process.execPath, [...loader, '-e', ENTRY, '--', ...args]];
+}
 
 const children: ChildProcess[] = [];
 const groups = new WeakSet<ChildProcess>();
@@ -95,11 +106,10 @@ export function start(
   };
 }
 
-/** `svc …` from source with tsx, quiet unless told otherwise. */
+/** `svc …` from source, quiet unless told otherwise. */
 export function svc(args: string[], env: Record<string, string>): Started {
-  return start(process.execPath, ['--import', 'tsx', '-e', ENTRY, '--', ...args], {
-    env: { ...process.env, SVC_LOG_LEVEL: 'warn', ...env },
-  });
+  const [command, argv] = svcCommand(args);
+  return start(command, argv, { env: { ...process.env, SVC_LOG_LEVEL: 'warn', ...env } });
 }
 
 /** A TCP port free on loopback right now. */
