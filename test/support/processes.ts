@@ -13,10 +13,13 @@ const CLI = new URL(
 );
 const ENTRY = `import(${JSON.stringify(CLI.href)}).then(async (m) => { process.exitCode = await m.main(process.argv.slice(1)); })`;
 
+/** The node options scripts/test.mjs gives the suite, passed on to the `svc` it starts. */
+const INHERITED = process.execArgv.filter((a) => a === '--liftoff-only' || a === '--enable-source-maps');
+
 /** The command line of `svc …` from source: node, with tsx only when the sources are TypeScript. */
 export function svcCommand(args: string[]): [string, string[]] {
   const loader = CLI.pathname.endsWith('.ts') ? ['--import', 'tsx'] : [];
-  return [process.execPath, [...loader, '-e', ENTRY, '--', ...args]];
+  return [process.execPath, [...INHERITED, ...loader, '-e', ENTRY, '--', ...args]];
 }
 
 const children: ChildProcess[] = [];
