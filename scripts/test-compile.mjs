@@ -1,102 +1,138 @@
-// The repository as plain JavaScript for the suite, so its processes run on node alone: under
-// `--import tsx` every module load of every test process (and of every `svc` it starts) goes
-// through a loader thread and its cache, about a second of CPU a file before any test runs.
+// The suite as plain JavaScript bundles, so its processes run on node alone. Under `--import tsx`
+// every module load of every test process (and of every `svc` it starts) goes through a loader
+// thread and its cache; and even compiled file by file, a test process resolves, reads and
+// wraps ~450 modules (fastify, ajv, pino, prom-client, pg...) before its first test. Together
+// about 1.5 s of CPU a process, which is most of what a small test file costs.
 //
-// Made once per run by scripts/test.mjs, in node_modules/.cache/svc-test/js-<hash of the sources>/:
-// a folder that mirrors the repository, where each directory holding TypeScript is a real directory
-// with each `x.ts` compiled to `x.js` (esbuild, as tsx does; inline source maps point back at
-// x.ts) and every other entry, `x.ts` included, a symbolic link to the original. Code that reads
-// files beside itself (migrations, fixtures, openapi/openapi.json, the sources src/architecture
-// reads, package.json) finds them as in the repository. The same sources name the same folder, so
-// a second run starts at once and a run already going keeps its own tree.
-//
-//   node scripts/test-compile.mjs    prints the folder
+// Made by scripts/test.mjs with esbuild (the compiler tsx uses), in
+// node_modules/.cache/svc-test/bundle-<hash of the sources and the lockfile>/: one entry per test
+// file, plus src/cli.ts (the `svc` the tests start) and test/support/pglite-template.ts, with the
+// code they share split into common chunks, so each module is still evaluated once a process.
+// - `import.meta.url` in the repository's own sources is replaced by the URL of the source file,
+//   so whatever they read beside themselves (migrations, fixtures, openapi/openapi.json, the
+//   sources src/architecture.test.ts reads) is read from the repository, as under tsx.
+// - Packages that find their own files at run time stay outside the bundles and load from
+//   node_modules as usual (EXTERNAL). Dynamic require() of the bundled CommonJS goes through a
+//   require made for the bundle (BANNER). __dirname stays undefined in the bundles, so a bundled
+//   package that needs it fails loudly rather than reading the wrong folder.
+// - Linked source maps: with --enable-source-maps, stack traces name the TypeScript lines.
+// The same sources name the same folder: a second run starts at once, a run going keeps its own.
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, relative, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const CACHE = join(ROOT, 'node_modules', '.cache', 'svc-test');
-const PREFIX = 'js-';
-/** Bumped when the layout of the tree changes for the same sources. */
-const LAYOUT = 'layout 2';
-/** Not linked at the top: the tree lives in node_modules, which node finds by walking up. */
-const SKIP = new Set(['node_modules', '.git']);
-/** Linked whole wherever they are below the top (a workspace's own dependencies). */
-const OPAQUE = new Set(['node_modules']);
-/** Written to by tests next to themselves: made in the repository first so the link has a target. */
-const OUTPUTS = ['test/artifacts'];
+const PREFIX = 'bundle-';
+/** Where the TypeScript lives (node_modules and build output excluded). */
+const SOURCES = ['src', 'test', 'packages/client/src', 'packages/client/test', 'packages/client/scripts'];
+/** Entries besides the test files. */
+export const EXTRA_ENTRIES = ['src/cli.ts', 'test/support/pglite-template.ts'];
+const EXTERNAL = [
+  '@electric-sql/pglite', // its WebAssembly and data files, by import.meta.url
+  'ioredis', // __dirname in its error stacks
+  'playwright-core', // its own files and drivers
+  'openapi-typescript',
+  'typescript',
+];
+const BANNER =
+  "import { createRequire as __svcCreateRequire } from 'node:module';\n" +
+  'const require = __svcCreateRequire(import.meta.url);';
 
-// esbuild as tsx itself loads it, so it is the same compiler the single-file command uses.
+// esbuild as tsx itself loads it: the compiler the single-file command uses.
 const esbuild = createRequire(createRequire(join(ROOT, 'package.json')).resolve('tsx/package.json'))(
   'esbuild',
 );
 
-const isTs = (name) => name.endsWith('.ts') && !name.endsWith('.d.ts');
-
-/** Every directory below `dir` that holds TypeScript, and the TypeScript files, as relative paths. */
-function scan(dir, rel, out) {
-  let holdsTs = false;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    if (!rel && SKIP.has(entry.name)) continue;
-    const path = rel ? `${rel}/${entry.name}` : entry.name;
-    if (entry.isDirectory() && !OPAQUE.has(entry.name)) {
-      if (scan(join(dir, entry.name), path, out)) holdsTs = true;
-    } else if (isTs(entry.name)) {
-      out.sources.push(path);
-      holdsTs = true;
-    }
-    out.entries.push(path);
+function typescript(dir, out = []) {
+  for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory() && entry.name !== 'node_modules') typescript(path, out);
+    else if (entry.name.endsWith('.ts')) out.push(path);
   }
-  if (holdsTs) out.dirs.add(rel);
-  return holdsTs;
+  return out;
 }
 
-function build(target, tree) {
+/** Replaces `import.meta.url` in the repository's own TypeScript by the source's own URL. */
+const sourceUrls = {
+  name: 'source-urls',
+  setup(build) {
+    build.onLoad({ filter: /\.ts$/ }, (args) => {
+      if (args.path.includes('/node_modules/')) return undefined;
+      const text = readFileSync(args.path, 'utf8');
+      const url = JSON.stringify(pathToFileURL(args.path).href);
+      return { contents: text.replace(/\bimport\.meta\.url\b/g, url), loader: 'ts' };
+    });
+  },
+};
+
+/**
+ * Leaves the EXTERNAL packages out of the bundles. One that only a workspace has
+ * (packages/client/node_modules) is named by its absolute path: node would not find it by walking
+ * up from the bundles' folder.
+ */
+const externals = {
+  name: 'externals',
+  setup(build) {
+    build.onResolve({ filter: /^[^./]/ }, async (args) => {
+      if (args.pluginData === 'resolving') return undefined;
+      if (!EXTERNAL.some((name) => args.path === name || args.path.startsWith(`${name}/`))) return undefined;
+      if (!args.resolveDir.includes('/packages/')) return { path: args.path, external: true };
+      const found = await build.resolve(args.path, {
+        kind: args.kind,
+        resolveDir: args.resolveDir,
+        pluginData: 'resolving',
+      });
+      if (found.errors.length) return { path: args.path, external: true };
+      const shared = found.path.startsWith(join(ROOT, 'node_modules'));
+      return { path: shared ? args.path : found.path, external: true };
+    });
+  },
+};
+
+function build(target, entries) {
   const partial = `${target}.${process.pid}.partial`;
   rmSync(partial, { recursive: true, force: true });
   const tsconfig = JSON.parse(readFileSync(join(ROOT, 'tsconfig.json'), 'utf8'));
-  esbuild.buildSync({
-    absWorkingDir: ROOT,
-    entryPoints: tree.sources,
-    outdir: partial,
-    outbase: ROOT,
-    bundle: false,
-    format: 'esm',
-    platform: 'node',
-    target: `node${process.versions.node.split('.')[0]}`,
-    sourcemap: 'inline',
-    sourcesContent: false,
-    tsconfigRaw: { compilerOptions: tsconfig.compilerOptions },
-    logLevel: 'error',
-  });
-  // Every entry whose directory is mirrored and which is not itself mirrored: a link.
-  for (const path of tree.entries) {
-    if (tree.dirs.has(path) || !tree.dirs.has(dirname(path) === '.' ? '' : dirname(path))) continue;
-    mkdirSync(join(partial, dirname(path)), { recursive: true });
-    symlinkSync(join(ROOT, path), join(partial, path));
-  }
-  renameSync(partial, target);
+  return esbuild
+    .build({
+      absWorkingDir: ROOT,
+      entryPoints: entries,
+      outdir: partial,
+      outbase: ROOT,
+      bundle: true,
+      splitting: true,
+      format: 'esm',
+      platform: 'node',
+      target: `node${process.versions.node.split('.')[0]}`,
+      banner: { js: BANNER },
+      sourcemap: 'linked',
+      sourcesContent: false,
+      tsconfigRaw: { compilerOptions: tsconfig.compilerOptions },
+      plugins: [sourceUrls, externals],
+      logLevel: 'error',
+    })
+    .then(() => renameSync(partial, target));
 }
 
-export function compileTree() {
-  for (const output of OUTPUTS) mkdirSync(join(ROOT, output), { recursive: true });
-  const tree = { sources: [], entries: [], dirs: new Set() };
-  scan(ROOT, '', tree);
-  tree.entries.sort();
-  tree.sources.sort();
-  const hash = createHash('sha256').update(`${LAYOUT}\n${esbuild.version}\n${process.versions.node}\n`);
-  hash.update(tree.entries.join('\n'));
-  for (const source of tree.sources) hash.update(`\n${source}\n`).update(readFileSync(join(ROOT, source)));
+/** Bundles `entries` (paths relative to the repository) unless the same sources were bundled. */
+export async function compileTree(entries) {
+  const all = [...new Set([...entries, ...EXTRA_ENTRIES])].sort();
+  const hash = createHash('sha256').update(`${esbuild.version}\n${process.versions.node}\n`);
+  hash.update(readFileSync(fileURLToPath(import.meta.url))); // how they are made
+  hash.update(`${all.join('\n')}\n`).update(readFileSync(join(ROOT, 'package-lock.json')));
+  for (const source of SOURCES.flatMap((dir) => typescript(dir)).sort()) {
+    hash.update(`\n${source}\n`).update(readFileSync(join(ROOT, source)));
+  }
   const target = join(CACHE, `${PREFIX}${hash.digest('hex').slice(0, 16)}`);
   if (!statSync(target, { throwIfNoEntry: false })) {
     mkdirSync(CACHE, { recursive: true });
     try {
-      build(target, tree);
+      await build(target, all);
     } catch (error) {
-      // Another run made the same tree meanwhile.
+      // Another run made the same bundles meanwhile.
       if (!statSync(target, { throwIfNoEntry: false })) throw error;
     }
     prune(target);
@@ -104,24 +140,17 @@ export function compileTree() {
   return target;
 }
 
-/** Trees of earlier sources: all but the three newest go (a run still going uses its own). */
+/** Bundles of earlier sources: all but the two newest go (a run still going uses its own). */
 function prune(keep) {
-  const trees = readdirSync(CACHE)
+  const old = readdirSync(CACHE)
     .filter((name) => name.startsWith(PREFIX) && !name.endsWith('.partial'))
     .map((name) => join(CACHE, name))
     .filter((path) => path !== keep)
     .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
-  for (const path of trees.slice(2)) rmSync(path, { recursive: true, force: true });
+  for (const path of old.slice(2)) rmSync(path, { recursive: true, force: true });
 }
 
-/** The compiled file of a source path (relative to the repository or absolute). */
+/** The bundle of a source path (relative to the repository or absolute). */
 export function compiledPath(tree, source) {
   return join(tree, relative(ROOT, resolve(ROOT, source)).replace(/\.ts$/, '.js'));
-}
-
-if (process.argv[1] && fileURLToPath(import.meta.url) === resolve(process.argv[1])) {
-  const started = performance.now();
-  const tree = compileTree();
-  process.stderr.write(`# compiled tree ${tree} (${Math.round(performance.now() - started)} ms)\n`);
-  process.stdout.write(tree);
 }

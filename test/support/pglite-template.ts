@@ -9,7 +9,7 @@
 //   happens on a fresh database (migrations, `svc serve` in a new folder), in memory or unpacked
 //   into a data directory (unpackPgliteEmpty).
 //
-//   node --import tsx test/support/pglite-template.ts    (scripts/test.mjs runs it before the suite)
+//   node --import tsx test/support/pglite-template.ts    (scripts/test.mjs makes them before the suite)
 import { createHash } from 'node:crypto';
 import { openAsBlob } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
@@ -177,8 +177,8 @@ export async function dataDirAfterInitdb(dataDir: string): Promise<string> {
   return dataDir;
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  // Prints the two paths on stdout, migrated then empty, one a line, for scripts/test.mjs.
+/** Prints the two paths on stdout, migrated then empty, one a line, for scripts/test.mjs. */
+export async function printPgliteTemplates(): Promise<void> {
   const started = performance.now();
   const { migrated, empty } = await ensurePgliteTemplates();
   process.stderr.write(
@@ -186,3 +186,5 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   );
   process.stdout.write(`${migrated}\n${empty}\n`);
 }
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) await printPgliteTemplates();

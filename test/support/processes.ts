@@ -4,13 +4,13 @@
 import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { after } from 'node:test';
+import { pathToFileURL } from 'node:url';
 
-// The CLI beside this file, in its language: src/cli.ts under tsx (the single-file command), or
-// src/cli.js when scripts/test.mjs runs the suite compiled, where node needs no loader.
-const CLI = new URL(
-  `../../src/cli${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`,
-  import.meta.url,
-);
+// The CLI from source under tsx (the single-file command), or the bundle of it scripts/test.mjs
+// made for the suite (SVC_TEST_CLI), which node runs without a loader.
+const CLI = process.env.SVC_TEST_CLI
+  ? pathToFileURL(process.env.SVC_TEST_CLI)
+  : new URL('../../src/cli.ts', import.meta.url);
 const ENTRY = `import(${JSON.stringify(CLI.href)}).then(async (m) => { process.exitCode = await m.main(process.argv.slice(1)); })`;
 
 /** The node options scripts/test.mjs gives the suite, passed on to the `svc` it starts. */
