@@ -54,8 +54,10 @@ const template = run(
 );
 const [templateFile, emptyFile] = template.stdout.toString().trim().split('\n');
 
-// PGlite runs inside each test process: the run is CPU-bound, one file per core. On PostgreSQL a
-// file mostly waits for the server and Redis, so more files overlap.
+// PGlite runs inside each test process: the run is CPU-bound, but a third of the files spend
+// much of their time waiting (retry schedules, time-outs, the svc processes they start), so three
+// files share the two cores. On PostgreSQL a file mostly waits for the server and Redis, so more
+// files overlap.
 const runs = [
   {
     name: 'embedded PGlite, in-memory limits',
@@ -66,7 +68,7 @@ const runs = [
       SVC_TEST_PGLITE_EMPTY: emptyFile,
       SVC_TEST_CLI: compiledPath(tree, 'src/cli.ts'),
     },
-    concurrency: 2,
+    concurrency: 3,
   },
 ];
 if (process.env.TEST_DATABASE_URL && process.env.TEST_REDIS_URL) {
