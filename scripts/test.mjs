@@ -1,15 +1,28 @@
 // Runs the suite on the embedded database with rate limits in memory, then, when
 // TEST_DATABASE_URL and TEST_REDIS_URL are set, once more on PostgreSQL and Redis.
 //
-// Every file keeps a database of its own. On PGlite each file starts from one migrated data
-// directory (test/support/pglite-template.ts), made here once and again only when a migration or
-// PGlite changed: an initdb per file would cost each one seconds.
+// Every file keeps a process and a database of its own. On PGlite each file starts from one
+// migrated data directory (test/support/pglite-template.ts), made here once and again only when a
+// migration or PGlite changed: an initdb per file would cost each one seconds. Tests of a first
+// start on an empty database load a dump of a bare initdb, made the same way.
+//
+// The run is CPU-bound on two cores, and most of a small file's CPU was its process starting, so:
+// - the files run from JavaScript bundles (scripts/test-compile.mjs), on node without a loader;
+// - PGlite's WebAssembly stays in V8's baseline compiler (--liftoff-only, below);
+// - the files start longest first, by the times of the last run (scripts/test-timings.mjs).
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { compiledPath, compileTree } from './test-compile.mjs';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
+const CACHE = join(ROOT, 'node_modules', '.cache', 'svc-test');
+
+// Stack traces name the TypeScript lines. PGlite's WebAssembly stays in V8's baseline compiler
+// (Liftoff): a test process is too short-lived to win back what optimising its hot functions in
+// background threads costs, which was about a third of the suite's CPU.
+const NODE_OPTIONS = ['--enable-source-maps', '--liftoff-only'];
 
 function collect(dir, out = []) {
   for (const name of readdirSync(dir)) {
@@ -31,40 +44,80 @@ const files = only.length
   ? only
   : [...collect('src'), ...collect('test'), ...collect('packages/client/test')].sort();
 
-const template = run(['--import', 'tsx', 'test/support/pglite-template.ts'], {
-  stdio: ['ignore', 'pipe', 'inherit'],
-});
-const templateFile = template.stdout.toString().trim();
+const tree = await compileTree(files);
+const templates = pathToFileURL(compiledPath(tree, 'test/support/pglite-template.ts')).href;
+const template = run(
+  [...NODE_OPTIONS, '-e', `import(${JSON.stringify(templates)}).then((m) => m.printPgliteTemplates())`],
+  {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  },
+);
+const [templateFile, emptyFile] = template.stdout.toString().trim().split('\n');
 
-// PGlite runs inside each test process: the run is CPU-bound, one file per core. On PostgreSQL a
-// file mostly waits for the server and Redis, so more files overlap.
+// PGlite runs inside each test process: the run is CPU-bound, but a third of the files spend
+// much of their time waiting (retry schedules, time-outs, the svc processes they start), so three
+// files share the two cores. On PostgreSQL a file mostly waits for the server and Redis, so more
+// files overlap.
 const runs = [
   {
     name: 'embedded PGlite, in-memory limits',
-    env: { TEST_DATABASE_URL: '', TEST_REDIS_URL: '', SVC_TEST_PGLITE_TEMPLATE: templateFile },
-    concurrency: 2,
+    env: {
+      TEST_DATABASE_URL: '',
+      TEST_REDIS_URL: '',
+      SVC_TEST_PGLITE_TEMPLATE: templateFile,
+      SVC_TEST_PGLITE_EMPTY: emptyFile,
+      SVC_TEST_CLI: compiledPath(tree, 'src/cli.ts'),
+    },
+    concurrency: 3,
   },
 ];
 if (process.env.TEST_DATABASE_URL && process.env.TEST_REDIS_URL) {
-  runs.push({ name: 'PostgreSQL and Redis', env: {}, concurrency: 4 });
+  runs.push({
+    name: 'PostgreSQL and Redis',
+    env: { SVC_TEST_CLI: compiledPath(tree, 'src/cli.ts') },
+    concurrency: 4,
+  });
 }
+
+/** Milliseconds each file took in the last run on `name`, by source path. */
+function lastTimings(name) {
+  try {
+    return JSON.parse(readFileSync(timingsFile(name), 'utf8'));
+  } catch {
+    return {};
+  }
+}
+const timingsFile = (name) => join(CACHE, `timings-${name.replace(/\W+/g, '-')}.json`);
 
 let failed = false;
 for (const suite of runs) {
   console.log(`\n# suite on ${suite.name} (node ${process.version})`);
   const started = performance.now();
+  // Longest first (a file never timed counts as longest), so that the lanes end together.
+  const before = lastTimings(suite.name);
+  const ordered = [...files].sort((a, b) => (before[b] ?? 1e9) - (before[a] ?? 1e9));
+  const measured = join(CACHE, `timings.${process.pid}.json`);
   const result = spawnSync(
     process.execPath,
     [
-      '--import',
-      'tsx',
+      ...NODE_OPTIONS,
       '--test',
       `--test-concurrency=${suite.concurrency}`,
       '--test-reporter=spec',
-      ...files,
+      '--test-reporter-destination=stdout',
+      `--test-reporter=${join(ROOT, 'scripts', 'test-timings.mjs')}`,
+      `--test-reporter-destination=${measured}`,
+      ...ordered.map((file) => compiledPath(tree, file)),
     ],
     { cwd: ROOT, stdio: 'inherit', env: { ...process.env, ...suite.env } },
   );
+  // This run's times, over the last run's for files not run this time.
+  try {
+    const now = JSON.parse(readFileSync(measured, 'utf8'));
+    for (const [file, ms] of Object.entries(now)) before[relative(tree, file).replace(/\.js$/, '.ts')] = ms;
+    writeFileSync(timingsFile(suite.name), `${JSON.stringify(before, null, 1)}\n`);
+  } catch {}
+  rmSync(measured, { force: true });
   console.log(`# ${suite.name}: ${Math.round((performance.now() - started) / 1000)} s`);
   if (result.status !== 0) failed = true;
 }

@@ -7,15 +7,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { svcCommand } from '../support/processes.js';
 
-const ENTRY =
-  'import("./src/cli.ts").then(async (m) => { process.exitCode = await m.main(process.argv.slice(1)); })';
 const TOKEN = 'cli-test-operator-token-0123456789abcdef';
 
 const children: ChildProcess[] = [];
 
 function svc(args: string[], env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', '-e', ENTRY, '--', ...args], {
+  const child = spawn(...svcCommand(args), {
     env: { ...process.env, SVC_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

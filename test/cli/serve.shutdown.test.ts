@@ -9,12 +9,13 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { dataDirAfterInitdb } from '../support/pglite-template.js';
+import { svcCommand } from '../support/processes.js';
 
-const ENTRY =
-  'import("./src/cli.ts").then(async (m) => { process.exitCode = await m.main(process.argv.slice(1)); })';
 const GRACE_MS = 1500;
 
-const dataDir = await mkdtemp(join(tmpdir(), 'svc-shutdown-'));
+// Past initdb already: this file is about the shutdown, not the first start.
+const dataDir = await dataDirAfterInitdb(await mkdtemp(join(tmpdir(), 'svc-shutdown-')));
 after(() => rm(dataDir, { recursive: true, force: true }));
 
 function waitFor(child: ChildProcess, pattern: RegExp, timeoutMs = 60_000): Promise<string> {
@@ -65,7 +66,7 @@ function rawClient(port: number) {
 
 test('SIGTERM: idle connections close at once, requests in flight finish, stragglers are cut at the grace period', async () => {
   const port = 19_000 + (process.pid % 500);
-  const child = spawn(process.execPath, ['--import', 'tsx', '-e', ENTRY, '--', 'serve', '--demo'], {
+  const child = spawn(...svcCommand(['serve', '--demo']), {
     env: {
       ...process.env,
       DATABASE_URL: '',

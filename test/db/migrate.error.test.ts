@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { createPgliteDb, createPostgresDb, type Db } from '../../src/db/db.js';
 import { migrate } from '../../src/db/migrate.js';
+import { pgliteEmpty } from '../support/pglite-template.js';
 
 const url = process.env.TEST_DATABASE_URL;
 const cleanups: (() => Promise<void>)[] = [];
@@ -15,10 +16,13 @@ after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-/** `count` connections to one empty database: schemas of their own on PostgreSQL, one PGlite otherwise. */
+/**
+ * `count` connections to one empty database: schemas of their own on PostgreSQL, one PGlite
+ * otherwise (loaded from the dump of a bare initdb, which is what a first start finds).
+ */
 async function emptyDatabase(count: number): Promise<Db[]> {
   if (!url) {
-    const db = await createPgliteDb(null);
+    const db = await createPgliteDb(null, await pgliteEmpty());
     cleanups.push(() => db.close());
     return Array.from({ length: count }, () => db);
   }

@@ -9,6 +9,7 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { dataDirAfterInitdb } from '../support/pglite-template.js';
 import { freePort, type Started, start, svc } from '../support/processes.js';
 
 const TOKEN = 'examples-test-operator-token-0123456789';
@@ -23,6 +24,8 @@ let server: Started;
 
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'svc-examples-'));
+  // Past initdb already (a first start is serve.happy's subject); the demo data is made by serve.
+  await dataDirAfterInitdb(join(dir, 'data'));
   const port = await freePort();
   const operatorPort = await freePort();
   base = `http://127.0.0.1:${port}/api/v1`;

@@ -1,16 +1,20 @@
-// The migrated embedded database every test file starts from. Starting PGlite empty runs initdb
-// inside WebAssembly (seconds per file); starting it from a dumped data directory skips that, and
-// the migrations are then already applied. The dump is made once and kept under
-// node_modules/.cache, named by a hash of the migration files and the PGlite version: a new or
-// changed migration names another file, which is then made again. Each file still gets a database
-// of its own, loaded from the dump into memory.
+// The embedded databases every test file starts from. Starting PGlite empty runs initdb inside
+// WebAssembly (seconds of CPU per file); starting it from a dumped data directory skips that. Two
+// dumps, made once and kept under node_modules/.cache, named by a hash of the migration files and
+// the PGlite version (a new or changed migration names other files, which are then made again):
 //
-//   node --import tsx test/support/pglite-template.ts    (scripts/test.mjs runs it before the suite)
+// - migrated: initdb, then every migration applied. Each test file gets a database of its own,
+//   loaded from it into memory (context.ts).
+// - empty: initdb and nothing else, byte for byte what a first start finds. For tests of what
+//   happens on a fresh database (migrations, `svc serve` in a new folder), in memory or unpacked
+//   into a data directory (unpackPgliteEmpty).
+//
+//   node --import tsx test/support/pglite-template.ts    (scripts/test.mjs makes them before the suite)
 import { createHash } from 'node:crypto';
 import { openAsBlob } from 'node:fs';
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
 import type { Db, Queryable } from '../../src/db/db.js';
@@ -25,7 +29,7 @@ if (!PGLITE?.[1]) throw new Error('@electric-sql/pglite is not installed under n
 const CACHE = join(PGLITE[1], '.cache', 'svc-test');
 const PREFIX = 'pglite-';
 /** Bumped when build() makes a different dump from the same migrations. */
-const BUILD = 'build 2: without template databases';
+const BUILD = 'build 4: without template databases, 16 MB of shared buffers, from the empty dump';
 
 async function templateKey(): Promise<string> {
   const hash = createHash('sha256');
@@ -59,49 +63,131 @@ function asDb(lite: PGlite): Db {
   };
 }
 
-async function build(file: string): Promise<void> {
-  const lite = new PGlite();
-  await lite.waitReady;
-  await migrate(asDb(lite));
-  // The suite uses the database `postgres` only: without the two template databases (never
-  // created from in tests) the dump holds a third of the files, and each file loads it ~30% faster.
-  await lite.exec(`UPDATE pg_database SET datistemplate = false WHERE datname IN ('template0', 'template1')`);
-  for (const statement of ['DROP DATABASE template0', 'DROP DATABASE template1', 'CHECKPOINT']) {
-    await lite.exec(statement);
-  }
+async function save(lite: PGlite, file: string): Promise<void> {
   const dump = await lite.dumpDataDir('none');
-  await lite.close();
   await mkdir(CACHE, { recursive: true });
   // Written aside and renamed: a file running at the same time sees the whole dump or none.
   const partial = `${file}.${process.pid}.partial`;
   await writeFile(partial, new Uint8Array(await dump.arrayBuffer()));
   await rename(partial, file);
+}
+
+async function buildEmpty(file: string): Promise<void> {
+  const lite = new PGlite();
+  await lite.waitReady;
+  await lite.exec('CHECKPOINT');
+  await save(lite, file);
+  await lite.close();
+}
+
+async function buildMigrated(file: string, empty: string): Promise<void> {
+  const lite = new PGlite({ loadDataDir: await openAsBlob(empty) });
+  await lite.waitReady;
+  await migrate(asDb(lite));
+  // The suite uses the database `postgres` only: without the two template databases (never
+  // created from in tests) the dump holds a third of the files, and each file loads it ~30% faster.
+  await lite.exec(`UPDATE pg_database SET datistemplate = false WHERE datname IN ('template0', 'template1')`);
+  // PGlite's 160 MB of shared buffers cost each file ~0.3 s of CPU to set up; a test file's
+  // database fits in a tenth of that (its data files stay in memory either way).
+  await lite.exec(`ALTER SYSTEM SET shared_buffers = '16MB'`);
+  for (const statement of ['DROP DATABASE template0', 'DROP DATABASE template1', 'CHECKPOINT']) {
+    await lite.exec(statement);
+  }
+  await save(lite, file);
+  await lite.close();
+}
+
+export interface PgliteTemplates {
+  migrated: string;
+  empty: string;
+}
+
+/** The paths of both dumps for the current migrations, made first when missing. */
+export async function ensurePgliteTemplates(): Promise<PgliteTemplates> {
+  const key = await templateKey();
+  const empty = join(CACHE, `${PREFIX}empty-${key}.tar`);
+  const migrated = join(CACHE, `${PREFIX}${key}.tar`);
+  const missing = async (file: string) => !(await stat(file).catch(() => null));
+  if (await missing(empty)) await buildEmpty(empty);
+  if (await missing(migrated)) await buildMigrated(migrated, empty);
   for (const name of await readdir(CACHE)) {
-    if (name.startsWith(PREFIX) && join(CACHE, name) !== file && !name.endsWith('.partial')) {
-      await rm(join(CACHE, name), { force: true });
+    const path = join(CACHE, name);
+    if (name.startsWith(PREFIX) && path !== empty && path !== migrated && !name.endsWith('.partial')) {
+      await rm(path, { force: true });
     }
+  }
+  return { migrated, empty };
+}
+
+/** Set by scripts/test.mjs for the files it runs: the dumps it made for them. */
+export const TEMPLATE_ENV = 'SVC_TEST_PGLITE_TEMPLATE';
+export const EMPTY_ENV = 'SVC_TEST_PGLITE_EMPTY';
+
+/** The migrated dump as a Blob for PGlite's loadDataDir (read lazily from disk). */
+export async function pgliteTemplate(): Promise<Blob> {
+  return openAsBlob(process.env[TEMPLATE_ENV] || (await ensurePgliteTemplates()).migrated);
+}
+
+/** The empty dump (initdb alone) as a Blob for PGlite's loadDataDir. */
+export async function pgliteEmpty(): Promise<Blob> {
+  return openAsBlob(await emptyFile());
+}
+
+async function emptyFile(): Promise<string> {
+  return process.env[EMPTY_ENV] || (await ensurePgliteTemplates()).empty;
+}
+
+/**
+ * Unpacks the empty dump as the data directory `dir` (which must not exist yet): what a first
+ * `svc serve` would leave after its initdb, for tests whose subject is not initdb itself.
+ */
+export async function unpackPgliteEmpty(dir: string): Promise<void> {
+  const tar = await readFile(await emptyFile());
+  const field = (at: number, length: number) =>
+    tar
+      .subarray(at, at + length)
+      .toString('latin1')
+      .replace(/\0.*$/s, '');
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  for (let at = 0; at + 512 <= tar.length && tar[at] !== 0; ) {
+    const prefix = field(at + 345, 155);
+    const name = (prefix ? `${prefix}/` : '') + field(at, 100);
+    const mode = Number.parseInt(field(at + 100, 8), 8) & 0o777;
+    const size = Number.parseInt(field(at + 124, 12), 8) || 0;
+    const type = field(at + 156, 1) || '0';
+    const path = join(dir, name.replace(/^\/+/, ''));
+    if (!path.startsWith(`${dir}/`)) throw new Error(`a path outside the data directory: ${name}`);
+    if (type === '5') {
+      await mkdir(path, { recursive: true, mode });
+    } else if (type === '0') {
+      await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+      await writeFile(path, tar.subarray(at + 512, at + 512 + size), { mode });
+      await chmod(path, mode);
+    } else {
+      throw new Error(`an entry of type ${type} in the dump: ${name}`);
+    }
+    at += 512 + Math.ceil(size / 512) * 512;
   }
 }
 
-/** The path of the dump for the current migrations, made first when missing. */
-export async function ensurePgliteTemplate(): Promise<string> {
-  const file = join(CACHE, `${PREFIX}${await templateKey()}.tar`);
-  if (!(await stat(file).catch(() => null))) await build(file);
-  return file;
+/**
+ * SVC_DATA_DIR for a `svc serve` whose first start is not what a test is about: its embedded
+ * database (src/runtime.ts keeps it in `pglite/`) already through initdb, as a first start would
+ * leave it before migrating. A first start itself is test/cli/serve.happy and five-minutes.
+ */
+export async function dataDirAfterInitdb(dataDir: string): Promise<string> {
+  await unpackPgliteEmpty(join(dataDir, 'pglite'));
+  return dataDir;
 }
 
-/** Set by scripts/test.mjs for the files it runs: the dump it made for them. */
-export const TEMPLATE_ENV = 'SVC_TEST_PGLITE_TEMPLATE';
-
-/** The dump as a Blob for PGlite's loadDataDir (read lazily from disk). */
-export async function pgliteTemplate(): Promise<Blob> {
-  return openAsBlob(process.env[TEMPLATE_ENV] || (await ensurePgliteTemplate()));
-}
-
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  // Prints the path alone on stdout, for scripts/test.mjs.
+/** Prints the two paths on stdout, migrated then empty, one a line, for scripts/test.mjs. */
+export async function printPgliteTemplates(): Promise<void> {
   const started = performance.now();
-  const file = await ensurePgliteTemplate();
-  process.stderr.write(`# PGlite template ${file} (${Math.round(performance.now() - started)} ms)\n`);
-  process.stdout.write(file);
+  const { migrated, empty } = await ensurePgliteTemplates();
+  process.stderr.write(
+    `# PGlite dumps ${migrated}, ${empty} (${Math.round(performance.now() - started)} ms)\n`,
+  );
+  process.stdout.write(`${migrated}\n${empty}\n`);
 }
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) await printPgliteTemplates();

@@ -4,9 +4,23 @@
 import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { after } from 'node:test';
+import { pathToFileURL } from 'node:url';
 
-const ENTRY =
-  'import("./src/cli.ts").then(async (m) => { process.exitCode = await m.main(process.argv.slice(1)); })';
+// The CLI from source under tsx (the single-file command), or the bundle of it scripts/test.mjs
+// made for the suite (SVC_TEST_CLI), which node runs without a loader.
+const CLI = process.env.SVC_TEST_CLI
+  ? pathToFileURL(process.env.SVC_TEST_CLI)
+  : new URL('../../src/cli.ts', import.meta.url);
+const ENTRY = `import(${JSON.stringify(CLI.href)}).then(async (m) => { process.exitCode = await m.main(process.argv.slice(1)); })`;
+
+/** The node options scripts/test.mjs gives the suite, passed on to the `svc` it starts. */
+const INHERITED = process.execArgv.filter((a) => a === '--liftoff-only' || a === '--enable-source-maps');
+
+/** The command line of `svc …` from source: node, with tsx only when the sources are TypeScript. */
+export function svcCommand(args: string[]): [string, string[]] {
+  const loader = CLI.pathname.endsWith('.ts') ? ['--import', 'tsx'] : [];
+  return [process.execPath, [...INHERITED, ...loader, '-e', ENTRY, '--', ...args]];
+}
 
 const children: ChildProcess[] = [];
 const groups = new WeakSet<ChildProcess>();
@@ -95,11 +109,10 @@ export function start(
   };
 }
 
-/** `svc …` from source with tsx, quiet unless told otherwise. */
+/** `svc …` from source, quiet unless told otherwise. */
 export function svc(args: string[], env: Record<string, string>): Started {
-  return start(process.execPath, ['--import', 'tsx', '-e', ENTRY, '--', ...args], {
-    env: { ...process.env, SVC_LOG_LEVEL: 'warn', ...env },
-  });
+  const [command, argv] = svcCommand(args);
+  return start(command, argv, { env: { ...process.env, SVC_LOG_LEVEL: 'warn', ...env } });
 }
 
 /** A TCP port free on loopback right now. */
