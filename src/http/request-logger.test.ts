@@ -53,7 +53,7 @@ test('a line at the level carries the request id and the redaction of the parent
   );
   assert.deepEqual(lines[0]?.headers, { authorization: '[redacted]' });
   assert.equal(JSON.stringify(lines).includes(KEY), false);
-  assert.equal((lines[1]?.err as { message?: string }).message, 'boom');
+  assert.equal((lines[1]?.err as { message?: string } | undefined)?.message, 'boom');
 });
 
 test('children of the request logger keep its bindings; a route level gets a child at once', () => {
