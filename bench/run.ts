@@ -44,6 +44,7 @@ import {
   readEndpoints,
 } from './lib/scenario.js';
 import { type ServerName, type ServerSet, serverSet } from './lib/servers.js';
+import { sectionOf, withSection } from './lib/webhook-report.js';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const RESULTS = join(ROOT, 'bench', 'results');
@@ -64,6 +65,7 @@ const { values: args } = parseArgs({
     'data-dir': { type: 'string', default: join(ROOT, 'bench', 'data') },
     'skip-build': { type: 'boolean', default: false },
     'dry-run': { type: 'boolean', default: false },
+    'report-only': { type: 'boolean', default: false },
     profile: { type: 'string' },
     endpoints: { type: 'string' },
   },
@@ -320,6 +322,10 @@ async function main(): Promise<void> {
         ? [args.db]
         : [];
   if (kinds.length === 0) throw new Error('--db must be postgres, pglite or both');
+  if (args['report-only']) {
+    await writeBenchmarks();
+    return;
+  }
   const load = {
     connections: positive('connections', args.connections),
     duration: positive('duration', args.duration),
@@ -360,13 +366,21 @@ async function main(): Promise<void> {
       log(`saved ${await saveResult(RESULTS, result)}`);
     }
   }
-  if (!args['dry-run']) {
-    // The reading of the figures (what holds each endpoint back) is written by hand and kept.
-    const analysis = await readFile(join(ROOT, 'bench', 'analysis.md'), 'utf8').catch(() => '');
-    const markdown = [renderBenchmarks(await latestResults(RESULTS)), analysis].filter(Boolean).join('\n');
-    await writeFile(join(ROOT, 'BENCHMARKS.md'), markdown);
-    process.stdout.write(markdown);
-  }
+  if (!args['dry-run']) await writeBenchmarks();
+}
+
+/**
+ * BENCHMARKS.md from the newest result of each database and the reading of the figures, which is
+ * written by hand and kept (bench/analysis.md). The "Webhook delivery" section, written by
+ * `npm run bench:webhooks`, is kept as it is.
+ */
+async function writeBenchmarks(): Promise<void> {
+  const file = join(ROOT, 'BENCHMARKS.md');
+  const analysis = await readFile(join(ROOT, 'bench', 'analysis.md'), 'utf8').catch(() => '');
+  const kept = sectionOf(await readFile(file, 'utf8').catch(() => ''));
+  const markdown = [renderBenchmarks(await latestResults(RESULTS)), analysis].filter(Boolean).join('\n');
+  await writeFile(file, kept ? withSection(markdown, kept) : markdown);
+  process.stdout.write(markdown);
 }
 
 main().catch((error) => {

@@ -320,14 +320,25 @@ export function renderSection(results: WebhookRunResult[], analysis: string): st
   return [METHOD, ...results.map(renderRun), analysis.trim()].filter(Boolean).join('\n\n');
 }
 
-/** Replaces the "## Webhook delivery" section of BENCHMARKS.md (up to the next "## "), or appends it. */
-export function withSection(markdown: string, section: string): string {
+/** Where the "## Webhook delivery" section of BENCHMARKS.md lies (up to the next "## "), if it is there. */
+function sectionBounds(markdown: string): { start: number; end: number } | null {
   const heading = '## Webhook delivery';
   const start = markdown.search(/^## Webhook delivery\s*$/m);
-  if (start < 0) return `${markdown.replace(/\s*$/, '')}\n\n${section.trim()}\n`;
-  const rest = markdown.slice(start + heading.length);
-  const next = rest.search(/^## /m);
-  const end = next < 0 ? markdown.length : start + heading.length + next;
-  const after = markdown.slice(end);
-  return `${markdown.slice(0, start)}${section.trim()}\n${after ? `\n${after}` : ''}`;
+  if (start < 0) return null;
+  const next = markdown.slice(start + heading.length).search(/^## /m);
+  return { start, end: next < 0 ? markdown.length : start + heading.length + next };
+}
+
+/** The "## Webhook delivery" section of BENCHMARKS.md, for a writer of the rest of the file to keep. */
+export function sectionOf(markdown: string): string | null {
+  const bounds = sectionBounds(markdown);
+  return bounds ? markdown.slice(bounds.start, bounds.end) : null;
+}
+
+/** Replaces the "## Webhook delivery" section of BENCHMARKS.md, or appends it. */
+export function withSection(markdown: string, section: string): string {
+  const bounds = sectionBounds(markdown);
+  if (!bounds) return `${markdown.replace(/\s*$/, '')}\n\n${section.trim()}\n`;
+  const after = markdown.slice(bounds.end);
+  return `${markdown.slice(0, bounds.start)}${section.trim()}\n${after ? `\n${after}` : ''}`;
 }
