@@ -8,7 +8,7 @@ import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHan
 import type { Queryable } from '../db/db.js';
 import { AppError } from './errors.js';
 import { identityOf } from './guard.js';
-import type { App } from './kit.js';
+import { type App, withHook } from './kit.js';
 
 export interface IdempotencyRoute {
   /**
@@ -194,9 +194,6 @@ function storedHeaders(reply: FastifyReply, route: IdempotencyRoute): Record<str
   return headers;
 }
 
-const append = <T>(existing: T | T[] | undefined, hook: T): T[] =>
-  existing === undefined ? [hook] : [...(Array.isArray(existing) ? existing : [existing]), hook];
-
 // Requests holding a claim, until their record is written (by the route's own transaction or by
 // the onSend hook).
 // `within` marks a record written by the route's transaction: once the route answers 2xx, that
@@ -292,8 +289,8 @@ export function installIdempotency(app: App, deps: IdempotencyDeps): void {
 
   app.addHook('onRoute', (route) => {
     if (!route.config?.idempotency) return;
-    route.preValidation = append(route.preValidation, checkKey as never);
-    route.preHandler = append(route.preHandler, claimOrReplay);
-    route.onSend = append(route.onSend, record as never);
+    route.preValidation = withHook(route.preValidation, checkKey as never);
+    route.preHandler = withHook(route.preHandler, claimOrReplay);
+    route.onSend = withHook(route.onSend, record as never);
   });
 }

@@ -106,6 +106,13 @@ function bodyPending(request: FastifyRequest): boolean {
 
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
 
+/**
+ * A route's hooks of one kind with `hook` after them, for `onRoute` hooks that attach work to the
+ * routes needing it. Hooks added here run in the order the `onRoute` hooks were registered.
+ */
+export const withHook = <T>(existing: T | T[] | undefined, hook: T): T[] =>
+  existing === undefined ? [hook] : [...(Array.isArray(existing) ? existing : [existing]), hook];
+
 /** How often Node looks for requests past their time-out: its default (30 s) would let one live 30 s more. */
 const checkingInterval = (timeoutMs: number) => Math.max(100, Math.min(1000, Math.floor(timeoutMs / 4)));
 
@@ -252,10 +259,7 @@ export function createHttpApp(options: KitOptions): App {
     done(!type || !JSON_TYPE.test(type) ? new AppError('unsupported_media_type') : undefined);
   };
   app.addHook('onRoute', (route) => {
-    if (!route.schema?.body) return;
-    const own = route.preValidation;
-    route.preValidation =
-      own === undefined ? [requireJson] : [requireJson, ...(Array.isArray(own) ? own : [own])];
+    if (route.schema?.body) route.preValidation = withHook(route.preValidation, requireJson);
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {

@@ -2,55 +2,13 @@
 // prints a key that works, `svc admin` drives the operator API, the data survives a restart and
 // SIGTERM stops the process cleanly. The CLI runs from source, as `npm start` runs it from dist.
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { svcCommand } from '../support/processes.js';
+import { svc } from '../support/processes.js';
 
 const TOKEN = 'cli-test-operator-token-0123456789abcdef';
-
-const children: ChildProcess[] = [];
-
-function svc(args: string[], env: Record<string, string>): ChildProcess {
-  const child = spawn(...svcCommand(args), {
-    env: { ...process.env, SVC_LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  return child;
-}
-
-// A failed assertion must not leave a service running: the test file would never end.
-after(() => {
-  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
-});
-
-/** Resolves with everything printed once `pattern` appears. */
-function waitFor(child: ChildProcess, pattern: RegExp, timeoutMs = 60_000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`timed out waiting for ${pattern}:\n${out}`)), timeoutMs);
-    const onData = (chunk: Buffer) => {
-      out += chunk.toString();
-      if (pattern.test(out)) {
-        clearTimeout(timer);
-        resolve(out);
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      if (!pattern.test(out)) reject(new Error(`exited with ${code} before ${pattern}:\n${out}`));
-    });
-  });
-}
-
-function exited(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
-}
 
 let dataDir: string;
 before(async () => {
@@ -59,17 +17,17 @@ before(async () => {
 after(() => rm(dataDir, { recursive: true, force: true }));
 
 async function startDemo(port: number, operatorPort: number) {
-  const child = svc(['serve', '--demo'], {
+  const server = svc(['serve', '--demo'], {
     SVC_DATA_DIR: dataDir,
     SVC_PORT: String(port),
     SVC_OPERATOR_PORT: String(operatorPort),
     SVC_OPERATOR_TOKEN: TOKEN,
     SVC_HOST: '127.0.0.1',
   });
-  const banner = await waitFor(child, /Operator API: .*\n/);
+  const banner = await server.waitFor(/Operator API: .*\n/);
   const key = /svc_live_[A-Za-z0-9]{40}/.exec(banner)?.[0];
   assert.ok(key, banner);
-  return { child, key, banner };
+  return { server, key, banner };
 }
 
 test('serve --demo prints a working key; admin works; data and shutdown behave', async () => {
@@ -91,12 +49,11 @@ test('serve --demo prints a working key; admin works; data and shutdown behave',
     SVC_OPERATOR_TOKEN: TOKEN,
     SVC_OPERATOR_PORT: String(operatorPort),
   });
-  const printed = await waitFor(admin, /\}\s*$/);
-  assert.equal(await exited(admin), 0);
+  const printed = await admin.waitFor(/\}\s*$/);
+  assert.equal(await admin.exited(), 0);
   assert.equal(JSON.parse(printed).code, '4242');
 
-  first.child.kill('SIGTERM');
-  assert.equal(await exited(first.child), 0, 'SIGTERM stops the service cleanly');
+  assert.equal(await first.server.stop('SIGTERM'), 0, 'SIGTERM stops the service cleanly');
 
   const second = await startDemo(port, operatorPort);
   try {
@@ -112,7 +69,6 @@ test('serve --demo prints a working key; admin works; data and shutdown behave',
     assert.equal(old.status, 401, 'the previous demo key is revoked');
     assert.equal((await old.json()).error.code, 'revoked_key');
   } finally {
-    second.child.kill('SIGTERM');
-    await exited(second.child);
+    await second.server.stop('SIGTERM');
   }
 });

@@ -3,36 +3,19 @@
 // trickling its headers is cut when the grace period ends, and the process exits 0 soon after,
 // whatever SVC_REQUEST_TIMEOUT_MS says.
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { dataDirAfterInitdb } from '../support/pglite-template.js';
-import { svcCommand } from '../support/processes.js';
+import { svc } from '../support/processes.js';
 
 const GRACE_MS = 1500;
 
 // Past initdb already: this file is about the shutdown, not the first start.
 const dataDir = await dataDirAfterInitdb(await mkdtemp(join(tmpdir(), 'svc-shutdown-')));
 after(() => rm(dataDir, { recursive: true, force: true }));
-
-function waitFor(child: ChildProcess, pattern: RegExp, timeoutMs = 60_000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`timed out waiting for ${pattern}:\n${out}`)), timeoutMs);
-    const onData = (chunk: Buffer) => {
-      out += chunk.toString();
-      if (pattern.test(out)) {
-        clearTimeout(timer);
-        resolve(out);
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-  });
-}
 
 /** A raw connection that records everything it receives and when it closed. */
 function rawClient(port: number) {
@@ -66,25 +49,19 @@ function rawClient(port: number) {
 
 test('SIGTERM: idle connections close at once, requests in flight finish, stragglers are cut at the grace period', async () => {
   const port = 19_000 + (process.pid % 500);
-  const child = spawn(...svcCommand(['serve', '--demo']), {
-    env: {
-      ...process.env,
-      DATABASE_URL: '',
-      SVC_LOG_LEVEL: 'warn',
-      SVC_DATA_DIR: dataDir,
-      SVC_PORT: String(port),
-      SVC_OPERATOR_PORT: String(port + 1),
-      SVC_HOST: '127.0.0.1',
-      SVC_SHUTDOWN_GRACE_MS: String(GRACE_MS),
-      SVC_REQUEST_TIMEOUT_MS: '30000',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const server = svc(['serve', '--demo'], {
+    DATABASE_URL: '',
+    SVC_DATA_DIR: dataDir,
+    SVC_PORT: String(port),
+    SVC_OPERATOR_PORT: String(port + 1),
+    SVC_HOST: '127.0.0.1',
+    SVC_SHUTDOWN_GRACE_MS: String(GRACE_MS),
+    SVC_REQUEST_TIMEOUT_MS: '30000',
   });
-  const exited = new Promise<{ code: number | null; at: number }>((resolve) =>
-    child.once('exit', (code) => resolve({ code, at: Date.now() })),
-  );
+  const { child } = server;
+  const exited = server.exited().then((code) => ({ code, at: Date.now() }));
   try {
-    const banner = await waitFor(child, /Operator API: .*\n/);
+    const banner = await server.waitFor(/Operator API: .*\n/);
     const key = /svc_live_[A-Za-z0-9]{40}/.exec(banner)?.[0] as string;
     const auth = { authorization: `Bearer ${key}` };
     const page = await (

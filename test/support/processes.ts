@@ -17,7 +17,7 @@ const ENTRY = `import(${JSON.stringify(CLI.href)}).then(async (m) => { process.e
 const INHERITED = process.execArgv.filter((a) => a === '--liftoff-only' || a === '--enable-source-maps');
 
 /** The command line of `svc …` from source: node, with tsx only when the sources are TypeScript. */
-export function svcCommand(args: string[]): [string, string[]] {
+function svcCommand(args: string[]): [string, string[]] {
   const loader = CLI.pathname.endsWith('.ts') ? ['--import', 'tsx'] : [];
   return [process.execPath, [...INHERITED, ...loader, '-e', ENTRY, '--', ...args]];
 }
