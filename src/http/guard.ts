@@ -3,8 +3,8 @@
 // organization state (403) -> scopes (403, counted against the limits like a served request).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Environment, RateLimitConfig } from '../config.js';
-import type { RateLimitStore } from '../ratelimit/store.js';
-import { API_KEY_PATTERN, keyEnvironment } from '../security/secrets.js';
+import type { Bucket, RateLimitStore } from '../ratelimit/store.js';
+import { keyEnvironment } from '../security/secrets.js';
 import type { Identity, IdentityCache } from './auth.js';
 import { AppError, type ErrorCode } from './errors.js';
 import { type App, allowedMethods } from './kit.js';
@@ -53,6 +53,36 @@ export function installGuard(app: App, deps: GuardDeps): void {
   const { limits, limiter } = deps;
   app.decorateRequest('identity', null);
 
+  // The buckets a key's requests to one endpoint count against, made once per identity the cache
+  // hands out (one object per key for the cache's lifetime), not per request.
+  const bucketsByIdentity = new WeakMap<Identity, Map<string, Bucket[]>>();
+  const admitted = (identity: Identity, endpoint: string): Bucket[] => {
+    let byEndpoint = bucketsByIdentity.get(identity);
+    if (!byEndpoint) {
+      byEndpoint = new Map();
+      bucketsByIdentity.set(identity, byEndpoint);
+    }
+    let buckets = byEndpoint.get(endpoint);
+    if (!buckets) {
+      buckets = endpointBuckets(identity, endpoint, true);
+      byEndpoint.set(endpoint, buckets);
+    }
+    return buckets;
+  };
+  const endpointBuckets = (identity: Identity, endpoint: string, organizationCounts: boolean): Bucket[] => [
+    { key: `key:${identity.key.id}`, limit: limits.perKey },
+    ...(organizationCounts
+      ? [{ key: `org:${identity.organization.id}`, limit: limits.perOrganization }]
+      : []),
+    { key: `endpoint:${identity.key.id}:${endpoint}`, limit: limits.perEndpoint },
+  ];
+
+  async function refuse(code: ErrorCode, ipBucket: Bucket[]): Promise<never> {
+    deps.metrics?.authFailures.inc({ code });
+    await limiter.hit(ipBucket, limits.windowMs, 'record');
+    throw new AppError(code);
+  }
+
   async function authenticate(request: FastifyRequest): Promise<Identity> {
     const ipBucket = [{ key: `ip:${request.ip}`, limit: limits.authFailuresPerIp }];
     const ip = await limiter.hit(ipBucket, limits.windowMs, 'peek');
@@ -61,22 +91,18 @@ export function installGuard(app: App, deps: GuardDeps): void {
       throw rateLimited(ip.retryAfterMs);
     }
 
-    const fail = async (code: ErrorCode): Promise<never> => {
-      deps.metrics?.authFailures.inc({ code });
-      await limiter.hit(ipBucket, limits.windowMs, 'record');
-      throw new AppError(code);
-    };
-
     const header = request.headers.authorization;
     const match = header ? BEARER.exec(header) : null;
-    if (!match) return fail('unauthorized');
+    if (!match) return refuse('unauthorized', ipBucket);
     const key = match[1] as string;
-    if (!API_KEY_PATTERN.test(key)) return fail('invalid_key');
-    if (keyEnvironment(key) !== deps.environment) return fail('wrong_environment');
+    const environment = keyEnvironment(key);
+    if (environment === null) return refuse('invalid_key', ipBucket);
+    if (environment !== deps.environment) return refuse('wrong_environment', ipBucket);
     const identity = await deps.identities.lookup(key);
-    if (!identity) return fail('invalid_key');
-    if (identity.key.revokedAt) return fail('revoked_key');
-    if (identity.key.expiresAt && identity.key.expiresAt.getTime() <= now()) return fail('expired_key');
+    if (!identity) return refuse('invalid_key', ipBucket);
+    if (identity.key.revokedAt) return refuse('revoked_key', ipBucket);
+    if (identity.key.expiresAt && identity.key.expiresAt.getTime() <= now())
+      return refuse('expired_key', ipBucket);
     return identity;
   }
 
@@ -86,20 +112,13 @@ export function installGuard(app: App, deps: GuardDeps): void {
    * revoked must not keep refusing its sibling integrations through the organization's cap.
    */
   async function admit(
-    request: FastifyRequest,
     reply: FastifyReply,
     identity: Identity,
+    endpoint: string,
     organizationCounts = true,
   ): Promise<void> {
-    const endpoint = request.is404 ? 'unknown path' : `${request.method} ${request.routeOptions.url}`;
     const decision = await limiter.hit(
-      [
-        { key: `key:${identity.key.id}`, limit: limits.perKey },
-        ...(organizationCounts
-          ? [{ key: `org:${identity.organization.id}`, limit: limits.perOrganization }]
-          : []),
-        { key: `endpoint:${identity.key.id}:${endpoint}`, limit: limits.perEndpoint },
-      ],
+      organizationCounts ? admitted(identity, endpoint) : endpointBuckets(identity, endpoint, false),
       limits.windowMs,
       'take',
     );
@@ -109,13 +128,14 @@ export function installGuard(app: App, deps: GuardDeps): void {
   }
 
   app.addHook('onRequest', async (request, reply) => {
-    if (request.routeOptions.config.public) return;
+    const route = request.routeOptions;
+    if (route.config.public) return;
     if (request.is404) {
       // A wrong method is the server's 405, before the API. An unknown path answers 404, but a key
       // sent with it is checked and counted like any other, so a valid key's answer carries the
       // rate-limit headers and a bad one cannot probe paths for free.
       if (!request.headers.authorization || allowedMethods(app, request.url).size > 0) return;
-      await admit(request, reply, await authenticate(request));
+      await admit(reply, await authenticate(request), 'unknown path');
       return;
     }
     const identity = await authenticate(request);
@@ -125,9 +145,9 @@ export function installGuard(app: App, deps: GuardDeps): void {
         : !identity.organization.apiEnabled
           ? 'api_disabled'
           : null;
-    await admit(request, reply, identity, refused === null);
+    await admit(reply, identity, `${request.method} ${route.url}`, refused === null);
     if (refused) throw new AppError(refused);
-    const config = request.routeOptions.config;
+    const config = route.config;
     if (config.feature === 'webhooks' && !identity.organization.webhooksEnabled) {
       throw new AppError(
         'api_disabled',

@@ -11,6 +11,7 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from 'fastify';
+import { checkingInterval, createDeadlines, isDeadlineExceeded } from './deadline.js';
 import { AppError, errorBody } from './errors.js';
 import { createFailureLog } from './failure-log.js';
 import type { Metrics } from './metrics.js';
@@ -113,12 +114,12 @@ const JSON_TYPE = /^application\/json\s*(;|$)/i;
 export const withHook = <T>(existing: T | T[] | undefined, hook: T): T[] =>
   existing === undefined ? [hook] : [...(Array.isArray(existing) ? existing : [existing]), hook];
 
-/** How often Node looks for requests past their time-out: its default (30 s) would let one live 30 s more. */
-const checkingInterval = (timeoutMs: number) => Math.max(100, Math.min(1000, Math.floor(timeoutMs / 4)));
-
 /** Maps what Fastify itself rejects onto the contract's codes. */
 function toAppError(error: FastifyError): AppError | null {
   if (error instanceof AppError) return error;
+  // The request outlived SVC_REQUEST_TIMEOUT_MS (a stalled database, most likely). The contract
+  // has no 503: an unforeseen failure is 500 internal, which clients retry with back-off.
+  if (isDeadlineExceeded(error)) return new AppError('internal');
   if (error.validation) {
     return validationError(error.validation as never, (error.validationContext ?? 'body') as ValidationPart);
   }
@@ -134,10 +135,6 @@ function toAppError(error: FastifyError): AppError | null {
       return new AppError('validation_error', { field: 'body' }, 'El cuerpo no es JSON válido.');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new AppError('validation_error', { field: 'body' }, 'Content-Length no coincide con el cuerpo.');
-    // The request outlived SVC_REQUEST_TIMEOUT_MS (a stalled database, most likely). The contract
-    // has no 503: an unforeseen failure is 500 internal, which clients retry with back-off.
-    case 'FST_ERR_HANDLER_TIMEOUT':
-      return new AppError('internal');
   }
   // The JSON parser's own syntax errors (and prototype-poisoning refusals) are 400s.
   if (error instanceof SyntaxError || error.statusCode === 400) {
@@ -187,9 +184,6 @@ export function createHttpApp(options: KitOptions): App {
     clientErrorHandler: clientErrorAnswer,
     // Answered by the kit's own hook instead, with the envelope (see `closing` below).
     return503OnClosing: false,
-    // The same bound from the moment the headers are read to the answer, hooks, body and handler
-    // included: a request waiting on a stalled database answers 500 instead of hanging.
-    ...(options.requestTimeoutMs ? { handlerTimeout: options.requestTimeoutMs } : {}),
     exposeHeadRoutes: false,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // A path the router cannot even read (bad percent-encoding, a path id longer than any id)
@@ -206,10 +200,21 @@ export function createHttpApp(options: KitOptions): App {
   app.setValidatorCompiler(compileValidator);
   const logFailure = createFailureLog();
 
+  // The same bound from the moment the headers are read to the answer, hooks, body and handler
+  // included: a request waiting on a stalled database answers 500 instead of hanging.
+  const deadlines = options.requestTimeoutMs ? createDeadlines(options.requestTimeoutMs) : null;
+  if (deadlines) {
+    app.addHook('onClose', (_app, done) => {
+      deadlines.stop();
+      done();
+    });
+  }
+
   const { metrics } = options;
-  if (metrics) {
+  if (metrics || deadlines) {
     app.addHook('onResponse', (request, reply, done) => {
-      metrics.requestDuration.observe(
+      deadlines?.finish(reply);
+      metrics?.requestDuration.observe(
         {
           app: options.name,
           method: request.method,
@@ -241,6 +246,7 @@ export function createHttpApp(options: KitOptions): App {
   // The hooks every request runs take a callback rather than returning a promise: no promise and
   // no extra turn of the microtask queue per hook and request.
   app.addHook('onRequest', (request, reply, done) => {
+    deadlines?.start(reply);
     reply.header(REQUEST_ID_HEADER, request.id);
     // Answers carry personal data and prices: no shared cache may keep them.
     reply.header('cache-control', 'no-store');
@@ -265,7 +271,7 @@ export function createHttpApp(options: KitOptions): App {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     // The request time-out while the body still arrives is the client's slowness, not ours; the
     // rest of the body is never read, so the connection cannot carry another request.
-    if (error.code === 'FST_ERR_HANDLER_TIMEOUT' && bodyPending(request)) {
+    if (isDeadlineExceeded(error) && bodyPending(request)) {
       reply.header('connection', 'close');
       return reply
         .code(408)

@@ -52,25 +52,31 @@ export function createMemoryStore(now: Clock = Date.now): MemoryStore {
     }
   };
 
-  const current = (key: string, windowMs: number, t: number): Log => {
-    const log = logs.get(key) ?? { times: [], head: 0, windowMs };
-    log.windowMs = windowMs;
-    prune(log, t - windowMs);
+  /** The bucket's log with what left its window forgotten, or undefined while it holds nothing. */
+  const current = (key: string, windowMs: number, t: number): Log | undefined => {
+    const log = logs.get(key);
+    if (log) {
+      log.windowMs = windowMs;
+      prune(log, t - windowMs);
+    }
     return log;
   };
 
   return {
+    // Written for the path every API request takes twice: no object per bucket, and a bucket that
+    // holds nothing (an IP without failures, peeked) costs a map lookup and no log of its own.
     async hit(buckets: readonly Bucket[], windowMs: number, mode: HitMode): Promise<Decision> {
       const t = now();
       sweep(t, windowMs);
-      const state = buckets.map((b) => {
-        const w = windowOf(b, windowMs);
-        return { b, w, log: current(b.key, w, t) };
-      });
+      const found: (Log | undefined)[] = new Array(buckets.length);
       let retryAfterMs = 0;
-      for (const { b, w, log } of state) {
-        const count = size(log);
-        if (count >= b.limit) {
+      for (let i = 0; i < buckets.length; i++) {
+        const b = buckets[i] as Bucket;
+        const w = windowOf(b, windowMs);
+        const log = current(b.key, w, t);
+        found[i] = log;
+        const count = log ? size(log) : 0;
+        if (log && count >= b.limit) {
           // The bucket has room again when the entry `limit` places from the newest leaves.
           const freeing = log.times[log.head + count - b.limit] as number;
           retryAfterMs = Math.max(retryAfterMs, freeing + w - t);
@@ -79,12 +85,17 @@ export function createMemoryStore(now: Clock = Date.now): MemoryStore {
       const allowed = retryAfterMs === 0;
       const adds = mode === 'record' || (mode === 'take' && allowed);
       let remaining = Number.POSITIVE_INFINITY;
-      for (const { b, log } of state) {
+      for (let i = 0; i < buckets.length; i++) {
+        const b = buckets[i] as Bucket;
+        let log = found[i];
         if (adds) {
+          if (!log) {
+            log = { times: [], head: 0, windowMs: windowOf(b, windowMs) };
+            logs.set(b.key, log);
+          }
           log.times.push(t);
-          logs.set(b.key, log);
         }
-        remaining = Math.min(remaining, Math.max(0, b.limit - size(log)));
+        remaining = Math.min(remaining, Math.max(0, b.limit - (log ? size(log) : 0)));
       }
       return { allowed, remaining: Number.isFinite(remaining) ? remaining : 0, retryAfterMs };
     },
