@@ -19,10 +19,6 @@ export class DeadlineExceeded extends Error {
 export const isDeadlineExceeded = (error: unknown): error is DeadlineExceeded =>
   error instanceof DeadlineExceeded;
 
-/** How often Node looks for requests past their time-out: its default (30 s) would let one live 30 s more. */
-export const checkingInterval = (timeoutMs: number) =>
-  Math.max(100, Math.min(1000, Math.floor(timeoutMs / 4)));
-
 /** How often the requests in flight are checked: each is answered at most this late. */
 const deadlineInterval = (timeoutMs: number) => Math.max(25, Math.min(500, Math.floor(timeoutMs / 20)));
 
@@ -47,7 +43,7 @@ export function createDeadlines(
     for (const [reply, deadline] of inFlight) {
       if (deadline > now) return;
       inFlight.delete(reply);
-      if (reply.sent || reply.raw.writableEnded || reply.raw.destroyed) continue;
+      if (reply.sent || reply.raw.destroyed) continue;
       const error = new DeadlineExceeded(timeoutMs);
       // Too late for another status: the answer has started, so the connection is cut.
       if (reply.raw.headersSent) reply.raw.destroy(error);

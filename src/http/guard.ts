@@ -53,10 +53,17 @@ export function installGuard(app: App, deps: GuardDeps): void {
   const { limits, limiter } = deps;
   app.decorateRequest('identity', null);
 
-  // The buckets a key's requests to one endpoint count against, made once per identity the cache
+  const endpointBuckets = (identity: Identity, endpoint: string, organizationCounts: boolean): Bucket[] => [
+    { key: `key:${identity.key.id}`, limit: limits.perKey },
+    ...(organizationCounts
+      ? [{ key: `org:${identity.organization.id}`, limit: limits.perOrganization }]
+      : []),
+    { key: `endpoint:${identity.key.id}:${endpoint}`, limit: limits.perEndpoint },
+  ];
+  // The buckets of an admitted key's requests to one endpoint, made once per identity the cache
   // hands out (one object per key for the cache's lifetime), not per request.
   const bucketsByIdentity = new WeakMap<Identity, Map<string, Bucket[]>>();
-  const admitted = (identity: Identity, endpoint: string): Bucket[] => {
+  const bucketsOf = (identity: Identity, endpoint: string): Bucket[] => {
     let byEndpoint = bucketsByIdentity.get(identity);
     if (!byEndpoint) {
       byEndpoint = new Map();
@@ -69,13 +76,6 @@ export function installGuard(app: App, deps: GuardDeps): void {
     }
     return buckets;
   };
-  const endpointBuckets = (identity: Identity, endpoint: string, organizationCounts: boolean): Bucket[] => [
-    { key: `key:${identity.key.id}`, limit: limits.perKey },
-    ...(organizationCounts
-      ? [{ key: `org:${identity.organization.id}`, limit: limits.perOrganization }]
-      : []),
-    { key: `endpoint:${identity.key.id}:${endpoint}`, limit: limits.perEndpoint },
-  ];
 
   async function refuse(code: ErrorCode, ipBucket: Bucket[]): Promise<never> {
     deps.metrics?.authFailures.inc({ code });
@@ -118,7 +118,7 @@ export function installGuard(app: App, deps: GuardDeps): void {
     organizationCounts = true,
   ): Promise<void> {
     const decision = await limiter.hit(
-      organizationCounts ? admitted(identity, endpoint) : endpointBuckets(identity, endpoint, false),
+      organizationCounts ? bucketsOf(identity, endpoint) : endpointBuckets(identity, endpoint, false),
       limits.windowMs,
       'take',
     );
