@@ -15,11 +15,11 @@ import { createServer, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import pg from 'pg';
 import { findBooking, listBookings } from '../src/api/bookings/queries.js';
-import { bookingView } from '../src/api/bookings/view.js';
 import { CUSTOMERS, listCatalogue } from '../src/api/catalogue/queries.js';
 import { customerView } from '../src/api/catalogue/routes.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../src/api/pagination.js';
 import { createPgliteDb, type Queryable } from '../src/db/db.js';
+import { bookingView } from '../src/domain/booking-view.js';
 import type { Position } from '../src/http/cursor.js';
 
 export interface MinimalConfig {

@@ -43,6 +43,7 @@ import {
   readApiAvailable,
   readEndpoints,
 } from './lib/scenario.js';
+import { keepOwnSections } from './lib/sections.js';
 import { type ServerName, type ServerSet, serverSet } from './lib/servers.js';
 import { sectionOf, withSection } from './lib/webhook-report.js';
 
@@ -372,14 +373,15 @@ async function main(): Promise<void> {
 /**
  * BENCHMARKS.md from the newest result of each database and the reading of the figures, which is
  * written by hand and kept (bench/analysis.md). The "Webhook delivery" section, written by
- * `npm run bench:webhooks`, is kept as it is.
+ * `npm run bench:webhooks`, is kept as it is, and so are "Soak" and "Kill burst".
  */
 async function writeBenchmarks(): Promise<void> {
   const file = join(ROOT, 'BENCHMARKS.md');
   const analysis = await readFile(join(ROOT, 'bench', 'analysis.md'), 'utf8').catch(() => '');
-  const kept = sectionOf(await readFile(file, 'utf8').catch(() => ''));
+  const previous = await readFile(file, 'utf8').catch(() => '');
+  const kept = sectionOf(previous);
   const markdown = [renderBenchmarks(await latestResults(RESULTS)), analysis].filter(Boolean).join('\n');
-  await writeFile(file, kept ? withSection(markdown, kept) : markdown);
+  await writeFile(file, keepOwnSections(previous, kept ? withSection(markdown, kept) : markdown));
   process.stdout.write(markdown);
 }
 

@@ -1,10 +1,13 @@
-// npm run bench:webhooks [-- --db postgres|pglite|both --events 800 --rate 200 --latency-seconds 5 ...]
+// npm run bench:webhooks [-- --db postgres|pglite|both --events 800 --rate 200 --only ref|engine --quick ...]
 //
 // Webhook delivery: booking changes pushed through the platform feed reach a local HTTPS receiver.
-// For each database: the service as operators run it (serve, plus `svc worker` processes on
-// PostgreSQL), a fresh organization with N webhooks on the receiver, then per configuration of
-// workers a latency phase (open model, a fixed rate of feed writes) and a throughput burst; at the
-// end the ceiling, a plain undici client sending the same requests to the same receiver.
+// On PostgreSQL first the reference (graphile-worker + undici in a process of its own, fed by
+// transactions that add one job per webhook: bench/lib/reference.ts), then the service as operators
+// run it (serve, plus `svc worker` processes on PostgreSQL), each configuration started afresh, with
+// the same receiver, webhooks, bodies and in-flight bound. Phases of each configuration: a latency
+// phase (open model, a fixed rate of feed writes), a throughput burst, the ceiling (a plain undici
+// client sending the same requests to the same receiver) and a drain (events queued while nothing
+// delivers, then the delivering processes started and timed until the queue is empty).
 import { execFile, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -17,12 +20,21 @@ import { Pool } from 'undici';
 import { bookingBody } from '../test/support/feed.js';
 import type { Child } from './lib/child.js';
 import { type Arrival, type BenchReceiver, startBenchReceiver } from './lib/receiver.js';
+import {
+  REFERENCE_SCHEMA,
+  referenceWebhooks,
+  referenceWriter,
+  resetReference,
+  startReferenceWorker,
+} from './lib/reference.js';
 import { machine } from './lib/report.js';
 import {
   type BurstResult,
   type CeilingResult,
   type ConfigurationResult,
+  type CpuShare,
   type DbKind,
+  type DrainResult,
   evaluateTargets,
   type LatencyResult,
   latestWebhookResults,
@@ -53,7 +65,10 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 const { values: args } = parseArgs({
   options: {
     db: { type: 'string', default: 'both' },
+    only: { type: 'string' },
+    quick: { type: 'boolean', default: false },
     events: { type: 'string' },
+    'drain-events': { type: 'string' },
     rate: { type: 'string', default: '200' },
     'latency-seconds': { type: 'string' },
     'low-rate': { type: 'string' },
@@ -63,7 +78,9 @@ const { values: args } = parseArgs({
     workers: { type: 'string', default: '0,1,2' },
     concurrency: { type: 'string' },
     'per-webhook': { type: 'string' },
-    'ceiling-seconds': { type: 'string', default: '3' },
+    'ref-local-queue': { type: 'string' },
+    'ceiling-seconds': { type: 'string' },
+    'settle-seconds': { type: 'string' },
     'wait-seconds': { type: 'string', default: '20' },
     'database-url': { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/svc_bench_webhooks' },
     'skip-build': { type: 'boolean', default: false },
@@ -83,16 +100,50 @@ function positive(name: string, raw: string | undefined): number {
   return n;
 }
 
+interface Sizes {
+  events: number;
+  drainEvents: number;
+  latencySeconds: number;
+  lowRate: number;
+  warmUp: number;
+  ceilingSeconds: number;
+  /** Wait after a phase so that every backend has reported its transactions (see settle()). */
+  settleSeconds: number;
+}
+
 /**
- * Sizes that keep each phase to a few seconds on 2 shared cores. PGlite runs the feed, the worker and
- * the database in one thread at about a tenth of PostgreSQL's rate, so it gets less of everything.
+ * Sizes that keep the whole default run near 6 minutes on 2 shared cores. PGlite runs the feed, the
+ * worker and the database in one thread at about a tenth of PostgreSQL's rate, so it gets less of
+ * everything. --quick: a smoke run of the harness, figures not worth keeping.
  */
-const DEFAULTS: Record<
-  DbKind,
-  { events: number; latencySeconds: number; lowRate: number; warmUp: number; budgetSeconds: number }
-> = {
-  postgres: { events: 300, latencySeconds: 3, lowRate: 25, warmUp: 30, budgetSeconds: 150 },
-  pglite: { events: 60, latencySeconds: 1, lowRate: 5, warmUp: 10, budgetSeconds: 60 },
+const DEFAULTS: Record<DbKind, Sizes> = {
+  postgres: {
+    events: 300,
+    drainEvents: 1000,
+    latencySeconds: 3,
+    lowRate: 25,
+    warmUp: 30,
+    ceilingSeconds: 3,
+    settleSeconds: 10.5,
+  },
+  pglite: {
+    events: 60,
+    drainEvents: 150,
+    latencySeconds: 1,
+    lowRate: 5,
+    warmUp: 10,
+    ceilingSeconds: 3,
+    settleSeconds: 0,
+  },
+};
+const QUICK: Sizes = {
+  events: 60,
+  drainEvents: 100,
+  latencySeconds: 1,
+  lowRate: 0,
+  warmUp: 10,
+  ceilingSeconds: 2,
+  settleSeconds: 1,
 };
 
 const settings = {
@@ -102,9 +153,35 @@ const settings = {
   lowSeconds: positive('low-seconds', args['low-seconds']),
   concurrency: args.concurrency ? positive('concurrency', args.concurrency) : DEFAULT_CONCURRENCY,
   perWebhook: args['per-webhook'] ? positive('per-webhook', args['per-webhook']) : DEFAULT_PER_WEBHOOK,
-  ceilingSeconds: positive('ceiling-seconds', args['ceiling-seconds']),
   waitMs: positive('wait-seconds', args['wait-seconds']) * 1000,
 };
+/** The reference holds as many attempts in flight as the engine's per-webhook bound allows in all. */
+const referenceConcurrency = settings.webhooks * settings.perWebhook;
+const referenceLocalQueue = args['ref-local-queue']
+  ? positive('ref-local-queue', args['ref-local-queue'])
+  : referenceConcurrency * 4;
+if (args.only !== undefined && args.only !== 'ref' && args.only !== 'engine') {
+  throw new Error('--only must be ref or engine');
+}
+const runReference = args.only !== 'engine';
+const runEngine = args.only !== 'ref';
+
+function sizes(kind: DbKind): Sizes {
+  const base = args.quick ? QUICK : DEFAULTS[kind];
+  const pick = (name: string, fallback: number) =>
+    args[name as keyof typeof args] ? positive(name, args[name as keyof typeof args] as string) : fallback;
+  return {
+    events: pick('events', base.events),
+    // --events alone sizes the drain too.
+    drainEvents: pick('drain-events', args.events ? positive('events', args.events) : base.drainEvents),
+    latencySeconds: pick('latency-seconds', base.latencySeconds),
+    lowRate: args['low-rate'] === undefined ? base.lowRate : Number(args['low-rate']) || 0,
+    warmUp: base.warmUp,
+    ceilingSeconds: pick('ceiling-seconds', base.ceilingSeconds),
+    settleSeconds:
+      args['settle-seconds'] === undefined ? base.settleSeconds : Math.max(0, Number(args['settle-seconds'])),
+  };
+}
 
 // ---------------------------------------------------------------------------------------------
 // Setup: database, service, tenant, webhooks.
@@ -167,7 +244,7 @@ async function createTenant(s: ServiceEnv, receiver: BenchReceiver): Promise<Ten
 }
 
 // ---------------------------------------------------------------------------------------------
-// The feed.
+// The feed: platform writes, each one event fanned out to every webhook.
 
 interface Sent {
   phase: string;
@@ -177,40 +254,44 @@ interface Sent {
   status: number;
 }
 
+/** One write: resolves to 201 when the event is committed, anything else when it failed. */
+type Write = (bookingId: string, reference: string) => Promise<number>;
+
+/** The engine's feed: `PUT /operator/v1/organizations/{org}/bookings/{id}` on serve. */
+function engineWriter(s: ServiceEnv, tenant: Tenant, pool: Pool): Write {
+  const prefix = `${new URL(s.operatorUrl).pathname}/organizations/${tenant.organizationId}/bookings/`;
+  return async (id, reference) => {
+    try {
+      const res = await pool.request({
+        path: `${prefix}${id}`,
+        method: 'PUT',
+        headers: { authorization: `Bearer ${s.operatorToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify(bookingBody({ reference })),
+      });
+      await res.body.dump();
+      return res.statusCode;
+    } catch {
+      return -1;
+    }
+  };
+}
+
 class Feed {
-  readonly pool: Pool;
   readonly sent = new Map<string, Sent>();
   private seq = 0;
 
   constructor(
-    private readonly s: ServiceEnv,
-    private readonly tenant: Tenant,
-  ) {
-    const origin = new URL(s.operatorUrl).origin;
-    this.pool = new Pool(origin, { connections: 64 });
-  }
+    private readonly code: string,
+    public write: Write,
+  ) {}
 
-  /** One booking creation: one event. Resolves when the PUT has answered. */
+  /** One booking creation: one event. Resolves when the write has answered. */
   async put(phase: string): Promise<void> {
     const id = randomUUID();
     this.seq += 1;
-    const body = JSON.stringify(
-      bookingBody({ reference: `${this.tenant.code}${String(this.seq).padStart(8, '0')}` }),
-    );
     const record: Sent = { phase, sentAt: performance.now(), answeredAt: 0, answeredWall: 0, status: 0 };
     this.sent.set(id, record);
-    try {
-      const res = await this.pool.request({
-        path: `${new URL(this.s.operatorUrl).pathname}/organizations/${this.tenant.organizationId}/bookings/${id}`,
-        method: 'PUT',
-        headers: { authorization: `Bearer ${this.s.operatorToken}`, 'content-type': 'application/json' },
-        body,
-      });
-      await res.body.dump();
-      record.status = res.statusCode;
-    } catch {
-      record.status = -1;
-    }
+    record.status = await this.write(id, `${this.code}${String(this.seq).padStart(8, '0')}`);
     record.answeredAt = performance.now();
     record.answeredWall = Date.now();
   }
@@ -265,13 +346,20 @@ interface Delivered {
   txStartMs: number;
 }
 
-/** Waits until every (webhook, event) of the phase arrived once, or the wait runs out. */
+/**
+ * Waits until every (webhook, event) of the phase arrived once, or the wait runs out (with
+ * `untilStalled`: a whole wait passes without an arrival). `onFirst` runs at the first arrival of the
+ * phase.
+ */
 async function collect(
   receiver: BenchReceiver,
   feed: Feed,
+  prefix: string,
   phase: string,
   from: number,
   expected: number,
+  onFirst?: () => void,
+  untilStalled = false,
 ): Promise<{ delivered: Delivered[]; duplicates: number; complete: boolean }> {
   const seen = new Set<string>();
   const delivered: Delivered[] = [];
@@ -280,7 +368,7 @@ async function collect(
   const take = () => {
     for (; next < receiver.arrivals.length; next++) {
       const a = receiver.arrivals[next] as Arrival;
-      if (!a.path.startsWith('/h/')) continue;
+      if (!a.path.startsWith(prefix)) continue;
       const body = JSON.parse(a.body) as {
         resource: { id: string };
         created_at: string;
@@ -294,6 +382,7 @@ async function collect(
         continue;
       }
       seen.add(key);
+      if (delivered.length === 0) onFirst?.();
       delivered.push({
         arrival: a,
         sent,
@@ -303,7 +392,20 @@ async function collect(
     }
     return delivered.length >= expected;
   };
-  const complete = await receiver.until(take, settings.waitMs);
+  let complete = false;
+  // A long wait says how far it got, every 5 s.
+  const progress = untilStalled
+    ? setInterval(() => log(`  ${phase}: ${delivered.length} of ${expected} arrived`), 5000)
+    : null;
+  try {
+    for (;;) {
+      const arrived = delivered.length;
+      complete = await receiver.until(take, settings.waitMs);
+      if (complete || !untilStalled || delivered.length === arrived) break;
+    }
+  } finally {
+    if (progress) clearInterval(progress);
+  }
   take();
   if (!complete) {
     // Not measured any more, but the next phase must not start with this one's backlog.
@@ -324,11 +426,14 @@ async function collect(
 // ---------------------------------------------------------------------------------------------
 // CPU and transactions.
 
+/** What one configuration runs: serve (null for the reference) and its delivering processes. */
 interface Probe {
-  serve: Child;
+  serve: Child | null;
   workers: Child[];
   pgClient: pg.Client | null;
   dbName: string;
+  /** Statements the probe itself ran (each one transaction): subtracted from the database's count. */
+  queries: number;
 }
 
 interface Snapshot {
@@ -336,6 +441,12 @@ interface Snapshot {
   workers: number | null;
   postgres: Map<number, number>;
   xacts: number | null;
+  probeQueries: number;
+}
+
+async function probeQuery<R extends pg.QueryResultRow>(p: Probe, sql: string, params: unknown[]) {
+  p.queries += 1;
+  return (p.pgClient as pg.Client).query<R>(sql, params);
 }
 
 async function snapshot(p: Probe): Promise<Snapshot> {
@@ -343,8 +454,9 @@ async function snapshot(p: Probe): Promise<Snapshot> {
   const postgres = new Map<number, number>();
   let xacts: number | null = null;
   if (p.pgClient) {
-    const pids = await p.pgClient.query<{ pid: number }>(
-      'SELECT pid FROM pg_stat_activity WHERE datname = $1',
+    const pids = await probeQuery<{ pid: number }>(
+      p,
+      'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
       [p.dbName],
     );
     for (const { pid } of pids.rows) {
@@ -352,18 +464,20 @@ async function snapshot(p: Probe): Promise<Snapshot> {
       if (used !== null) postgres.set(pid, used);
     }
     const [row] = (
-      await p.pgClient.query<{ n: string }>(
-        'SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = $1',
+      await probeQuery<{ n: string }>(
+        p,
+        'SELECT (xact_commit + xact_rollback)::text AS n FROM pg_stat_database WHERE datname = $1',
         [p.dbName],
       )
     ).rows;
     xacts = row ? Number(row.n) : null;
   }
   return {
-    serve: await cpuMs(p.serve.pid),
+    serve: p.serve ? await cpuMs(p.serve.pid) : null,
     workers: p.workers.length === 0 ? null : workerCpu.reduce<number>((s, x) => s + (x ?? 0), 0),
     postgres,
     xacts,
+    probeQueries: p.queries,
   };
 }
 
@@ -374,25 +488,94 @@ function postgresDelta(before: Map<number, number>, after: Map<number, number>):
   return total;
 }
 
+/** The database's transactions between two snapshots, less the probe's own statements. */
+function xactsBetween(before: Snapshot, after: Snapshot): number | null {
+  if (before.xacts === null || after.xacts === null) return null;
+  return after.xacts - before.xacts - (after.probeQueries - before.probeQueries);
+}
+
+const sub = (a: number | null, b: number | null) => (a === null || b === null ? null : a - b);
+const per = (x: number | null, n: number, digits = 3) =>
+  x === null || n === 0 ? null : round(x / n, digits);
+
+function cpuBetween(before: Snapshot, after: Snapshot, n: number, withPostgres: boolean): CpuShare {
+  return {
+    serve: per(sub(after.serve, before.serve), n),
+    workers: per(sub(after.workers, before.workers), n),
+    postgres: withPostgres ? per(postgresDelta(before.postgres, after.postgres), n) : null,
+  };
+}
+
+/**
+ * PostgreSQL counts a backend's transactions in pg_stat_database when it reports them: at most once
+ * a second while it works, 10 s after it went idle, and when it exits. So a phase's count is read
+ * after every backend had time to report (or after the processes of the phase stopped).
+ */
+async function settle(sz: Sizes, alreadyMs = 0): Promise<void> {
+  const left = sz.settleSeconds * 1000 - alreadyMs;
+  if (left > 0) await sleep(left);
+}
+
+/** Waits until the processes that stopped have left PostgreSQL (a backend reports as it exits). */
+async function backendsGone(p: Probe): Promise<void> {
+  if (!p.pgClient) return;
+  const deadline = performance.now() + 10_000;
+  while (performance.now() < deadline) {
+    const { rows } = await probeQuery<{ n: number }>(
+      p,
+      'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+      [p.dbName],
+    );
+    if ((rows[0]?.n ?? 0) === 0) break;
+    await sleep(100);
+  }
+  await sleep(200);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Phases.
 
+/** What a phase needs of its configuration. */
+interface Subject {
+  name: string;
+  label: string;
+  feed: Feed;
+  /** Receiver path prefix of this subject's webhooks. */
+  prefix: string;
+  probe: Probe;
+  sizes: Sizes;
+  /** Starts the delivering processes (and serve), for the drain. */
+  start(): Promise<void>;
+  /** Stops every process of the configuration. */
+  stop(): Promise<void>;
+  /** Starts what the feed needs while nothing delivers; null: the feed needs no process. */
+  startQueuing(): Promise<void>;
+  stopQueuing(): Promise<void>;
+}
+
 async function latencyPhase(
-  name: string,
+  subject: Subject,
   receiver: BenchReceiver,
-  feed: Feed,
   rate: number,
   seconds: number,
-): Promise<{ result: LatencyResult; delivered: Delivered[] }> {
-  const phase = `${name}/latency-${rate}`;
+  countXacts: boolean,
+): Promise<LatencyResult> {
+  const { feed, probe, prefix } = subject;
+  const phase = `${subject.name}/latency-${rate}`;
   const from = receiver.arrivals.length;
+  const before = countXacts ? await snapshot(probe) : null;
   const achieved = await feed.steady(phase, rate, seconds);
   const events = feed.events(phase);
   const ok = events.filter((e) => e.status === 201);
   const expected = ok.length * settings.webhooks;
-  const { delivered, complete } = await collect(receiver, feed, phase, from, expected);
+  const { delivered, complete } = await collect(receiver, feed, prefix, phase, from, expected);
+  let xactsPerDelivery: number | null = null;
+  if (before) {
+    await settle(subject.sizes);
+    xactsPerDelivery = per(xactsBetween(before, await snapshot(probe)), delivered.length);
+  }
   const missing = expected - delivered.length;
-  const result: LatencyResult = {
+  return {
     targetEventsPerSecond: rate,
     seconds,
     events: events.length,
@@ -418,19 +601,19 @@ async function latencyPhase(
       missing,
     ),
     feedAnswerMs: percentiles(ok.map((e) => e.answeredAt - e.sentAt)),
+    xactsPerDelivery,
     complete,
   };
-  return { result, delivered };
 }
 
 async function burstPhase(
-  name: string,
+  subject: Subject,
   receiver: BenchReceiver,
-  feed: Feed,
-  probe: Probe,
   count: number,
-): Promise<{ result: BurstResult; delivered: Delivered[] }> {
-  const phase = `${name}/burst`;
+  whileSettling: (delivered: Delivered[]) => Promise<CeilingResult | null>,
+): Promise<{ result: BurstResult; ceiling: CeilingResult | null }> {
+  const { feed, probe, prefix } = subject;
+  const phase = `${subject.name}/burst`;
   const from = receiver.arrivals.length;
   const handshakes = receiver.tlsConnections();
   const before = await snapshot(probe);
@@ -441,9 +624,12 @@ async function burstPhase(
   const events = feed.events(phase);
   const ok = events.filter((e) => e.status === 201);
   const expected = ok.length * settings.webhooks;
-  const { delivered, duplicates, complete } = await collect(receiver, feed, phase, from, expected);
-  // Backends report their counters to pg_stat_database within a second of going idle.
-  await sleep(1200);
+  const { delivered, duplicates, complete } = await collect(receiver, feed, prefix, phase, from, expected);
+  const atLast = await snapshot(probe);
+  // The ceiling runs while the backends report their transactions; it uses no database.
+  const settleStart = performance.now();
+  const ceiling = await whileSettling(delivered);
+  await settle(subject.sizes, performance.now() - settleStart);
   const after = await snapshot(probe);
 
   const times = delivered.map((d) => d.arrival.at).sort((a, b) => a - b);
@@ -451,10 +637,7 @@ async function burstPhase(
   const last = times.at(-1) ?? 0;
   const firstToLast = (last - first) / 1000;
   const late = times.filter((t) => t > feedEnd);
-  const perDelivery = (x: number | null) =>
-    x === null || delivered.length === 0 ? null : round(x / delivered.length, 3);
-  const sub = (a: number | null, b: number | null) => (a === null || b === null ? null : a - b);
-  const perLate = (x: number | null) => (x === null || late.length === 0 ? null : round(x / late.length, 3));
+  const withPg = probe.pgClient !== null;
   const result: BurstResult = {
     events: events.length,
     expected,
@@ -474,33 +657,155 @@ async function burstPhase(
             deliveriesPerSecond: round(late.length / ((last - feedEnd) / 1000)),
           }
         : null,
-    cpuMsPerDelivery: {
-      serve: perDelivery(sub(after.serve, before.serve)),
-      workers: perDelivery(sub(after.workers, before.workers)),
-      postgres: probe.pgClient ? perDelivery(postgresDelta(before.postgres, after.postgres)) : null,
-    },
-    xactsPerDelivery: perDelivery(sub(after.xacts, before.xacts)),
+    cpuMsPerDelivery: cpuBetween(before, atLast, delivered.length, withPg),
+    xactsPerDelivery: per(xactsBetween(before, after), delivered.length),
     drain:
       late.length >= 50
         ? {
-            cpuMsPerDelivery: {
-              serve: perLate(sub(after.serve, atFeedEnd.serve)),
-              workers: perLate(sub(after.workers, atFeedEnd.workers)),
-              postgres: probe.pgClient ? perLate(postgresDelta(atFeedEnd.postgres, after.postgres)) : null,
-            },
-            xactsPerDelivery: perLate(sub(after.xacts, atFeedEnd.xacts)),
+            cpuMsPerDelivery: cpuBetween(atFeedEnd, atLast, late.length, withPg),
+            xactsPerDelivery: per(xactsBetween(atFeedEnd, after), late.length),
           }
         : null,
     complete,
   };
-  return { result, delivered };
+  return { result, ceiling };
 }
 
-async function warmUp(receiver: BenchReceiver, feed: Feed, phase: string, events: number): Promise<void> {
+/**
+ * Events queued while nothing delivers, then the delivering processes started and timed until every
+ * delivery arrived. The transactions are counted from a database with none of the configuration's
+ * processes connected to one with all of them gone again: every backend has reported by then.
+ */
+async function drainPhase(subject: Subject, receiver: BenchReceiver, count: number): Promise<DrainResult> {
+  const { feed, probe, prefix } = subject;
+  const phase = `${subject.name}/drain`;
+  await subject.stop();
+  await subject.startQueuing();
+  const queueStart = performance.now();
+  await feed.burst(phase, count, settings.feedConcurrency);
+  const queueSeconds = (performance.now() - queueStart) / 1000;
+  await subject.stopQueuing();
+  await backendsGone(probe);
+  const events = feed.events(phase);
+  const ok = events.filter((e) => e.status === 201);
+  const expected = ok.length * settings.webhooks;
+  const from = receiver.arrivals.length;
+  const before = await snapshot(probe);
+  const startedAt = performance.now();
+  await subject.start();
+  let atFirst: Promise<Snapshot> | null = null;
+  const { delivered, duplicates, complete } = await collect(
+    receiver,
+    feed,
+    prefix,
+    phase,
+    from,
+    expected,
+    () => {
+      atFirst = snapshot(probe);
+    },
+    true,
+  );
+  const atLast = await snapshot(probe);
+  const firstSnapshot = atFirst ? await atFirst : atLast;
+  if (!complete) {
+    for (const c of [probe.serve, ...probe.workers])
+      if (c) log(`  ${phase}: last output of ${c.pid}:\n${c.output()}`);
+  }
+  await subject.stop();
+  await backendsGone(probe);
+  const after = await snapshot(probe);
+  const times = delivered.map((d) => d.arrival.at).sort((a, b) => a - b);
+  const first = times[0] ?? 0;
+  const last = times.at(-1) ?? 0;
+  const firstToLast = (last - first) / 1000;
+  return {
+    events: events.length,
+    expected,
+    delivered: delivered.length,
+    duplicates,
+    feedFailures: events.length - ok.length,
+    queueSeconds: round(queueSeconds, 2),
+    startToFirstSeconds: round((first - startedAt) / 1000, 2),
+    firstToLastSeconds: round(firstToLast, 2),
+    deliveriesPerSecond: firstToLast > 0 ? round((delivered.length - 1) / firstToLast) : 0,
+    cpuMsPerDelivery: cpuBetween(
+      firstSnapshot,
+      atLast,
+      Math.max(0, delivered.length - 1),
+      probe.pgClient !== null,
+    ),
+    xactsPerDelivery: per(xactsBetween(before, after), delivered.length),
+    complete,
+  };
+}
+
+async function warmUp(subject: Subject, receiver: BenchReceiver, events: number): Promise<void> {
+  const { feed } = subject;
+  const phase = `${subject.name}/warm-up`;
   const from = receiver.arrivals.length;
   await feed.burst(phase, events, Math.min(events, settings.feedConcurrency));
   const ok = feed.events(phase).filter((e) => e.status === 201).length;
-  await collect(receiver, feed, phase, from, ok * settings.webhooks);
+  await collect(receiver, feed, subject.prefix, phase, from, ok * settings.webhooks);
+}
+
+/** Every phase of one configuration, its processes started afresh. */
+async function measureSubject(
+  subject: Subject,
+  receiver: BenchReceiver,
+  kind: DbKind,
+  inFlightLimit: number,
+): Promise<Omit<ConfigurationResult, 'name' | 'label' | 'workerProcesses' | 'deliveryWorkers' | 'kind'>> {
+  const sz = subject.sizes;
+  await subject.start();
+  try {
+    await warmUp(subject, receiver, sz.warmUp);
+    await settle(sz);
+    const latencyAt = async (rate: number, seconds: number, countXacts: boolean) => {
+      const result = await latencyPhase(subject, receiver, rate, seconds, countXacts);
+      log(
+        `${kind} ${subject.label}: latency at ${result.achievedEventsPerSecond} events/s: ` +
+          `p50 ${result.fromCommitMs.p50} ms, p99 ${result.fromCommitMs.p99} ms, ` +
+          `feed write p99 ${result.feedAnswerMs.p99} ms (${result.delivered}/${result.expected})` +
+          (result.xactsPerDelivery === null ? '' : `, ${result.xactsPerDelivery} xacts/delivery`),
+      );
+      return result;
+    };
+    const latency = await latencyAt(settings.rate, sz.latencySeconds, true);
+    const { result: burst, ceiling: ceilingResult } = await burstPhase(
+      subject,
+      receiver,
+      sz.events,
+      async (delivered) => ceiling(receiver, delivered.slice(-2000), inFlightLimit, sz.ceilingSeconds),
+    );
+    log(
+      `${kind} ${subject.label}: burst ${burst.delivered}/${burst.expected} deliveries, ` +
+        `${burst.deliveriesPerSecond}/s (feed ${burst.feedEventsPerSecond} events/s), ` +
+        `${burst.xactsPerDelivery ?? '-'} xacts/delivery; ceiling ${ceilingResult?.requestsPerSecond ?? '-'} req/s`,
+    );
+    // Last before the drain, which counts its transactions from stopped processes: no pause needed.
+    const lowRateLatency = sz.lowRate > 0 ? await latencyAt(sz.lowRate, settings.lowSeconds, false) : null;
+    const drain = await drainPhase(subject, receiver, sz.drainEvents);
+    log(
+      `${kind} ${subject.label}: drain ${drain.delivered}/${drain.expected} deliveries, ` +
+        `${drain.deliveriesPerSecond}/s (first arrival ${drain.startToFirstSeconds} s after the start), ` +
+        `${drain.xactsPerDelivery ?? '-'} xacts/delivery`,
+    );
+    const c = ceilingResult as CeilingResult;
+    const share = (x: number) => (c.requestsPerSecond > 0 ? round(x / c.requestsPerSecond, 3) : 0);
+    return {
+      inFlightLimit,
+      latency,
+      lowRateLatency,
+      burst,
+      drain,
+      ceiling: c,
+      ofCeiling: share(burst.deliveriesPerSecond),
+      afterFeedOfCeiling: burst.afterFeed ? share(burst.afterFeed.deliveriesPerSecond) : null,
+    };
+  } finally {
+    await subject.stop();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -512,6 +817,7 @@ async function ceiling(
   receiver: BenchReceiver,
   captures: Delivered[],
   concurrency: number,
+  seconds: number,
 ): Promise<CeilingResult> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-bench-webhooks-'));
   try {
@@ -522,7 +828,7 @@ async function ceiling(
       JSON.stringify(
         captures.map(({ arrival: a }) => ({
           // Another path, so these arrivals are never taken for deliveries.
-          path: a.path.replace('/h/', '/c/'),
+          path: a.path.replace(/^\/[a-z]\//, '/c/'),
           headers: Object.fromEntries(
             Object.entries(a.headers).filter(([k]) => kept.includes(k) || k.startsWith('x-svc-')),
           ),
@@ -540,7 +846,7 @@ async function ceiling(
         receiver.origin,
         receiver.caFile,
         String(concurrency),
-        String(settings.ceilingSeconds),
+        String(seconds),
         '1',
       ],
       { cwd: ROOT, env: { PATH: process.env.PATH } },
@@ -553,16 +859,172 @@ async function ceiling(
 
 // ---------------------------------------------------------------------------------------------
 
+/** Starts processes and keeps them in `running` until they stop. */
+async function tracked(start: Promise<Child>): Promise<Child> {
+  const child = await start;
+  running.add(child);
+  return child;
+}
+
+async function stopTracked(child: Child | null | undefined): Promise<void> {
+  if (!child) return;
+  await child.stop();
+  running.delete(child);
+}
+
+async function measureReference(
+  kind: DbKind,
+  receiver: BenchReceiver,
+  probe: Probe,
+  sz: Sizes,
+): Promise<ConfigurationResult> {
+  const url = args['database-url'];
+  await resetReference(url);
+  const organizationId = randomUUID();
+  const webhooks = referenceWebhooks(
+    Array.from({ length: settings.webhooks }, (_, i) => receiver.url(`/r/${i}`)),
+  );
+  const openPool = () => new pg.Pool({ connectionString: url, max: settings.feedConcurrency });
+  let pool = openPool();
+  const write = (p: pg.Pool) => referenceWriter(p, organizationId, settings.webhooks);
+  const feed = new Feed('9', write(pool));
+  const startWorker = async () => {
+    const w = await tracked(
+      startReferenceWorker(ROOT, {
+        connectionString: url,
+        webhooks,
+        concurrency: referenceConcurrency,
+        localQueue: referenceLocalQueue,
+        timeoutMs: DEFAULT_TIMEOUT_MS,
+        caFile: receiver.caFile,
+      }),
+    );
+    probe.workers = [w];
+  };
+  const subject: Subject = {
+    name: 'reference',
+    label: 'graphile-worker + undici (reference)',
+    feed,
+    prefix: '/r/',
+    probe,
+    sizes: sz,
+    start: startWorker,
+    async stop() {
+      for (const w of probe.workers) await stopTracked(w);
+      probe.workers = [];
+    },
+    // The feed's connections are closed around the drain so that they report their transactions.
+    async startQueuing() {
+      await pool.end();
+      pool = openPool();
+      feed.write = write(pool);
+    },
+    async stopQueuing() {
+      await pool.end();
+      pool = openPool();
+      feed.write = write(pool);
+    },
+  };
+  log(
+    `${kind}: reference: graphile-worker, ${referenceConcurrency} jobs in flight, local queue ${referenceLocalQueue}`,
+  );
+  try {
+    const measured = await measureSubject(subject, receiver, kind, referenceConcurrency);
+    return {
+      kind: 'reference',
+      name: 'reference',
+      label: subject.label,
+      workerProcesses: 1,
+      deliveryWorkers: 1,
+      ...measured,
+    };
+  } finally {
+    await pool.end();
+    probe.workers = [];
+  }
+}
+
+async function measureEngine(
+  kind: DbKind,
+  receiver: BenchReceiver,
+  s: ServiceEnv,
+  probe: Probe,
+  sz: Sizes,
+  profileDir: string | undefined,
+): Promise<{ configurations: ConfigurationResult[] }> {
+  const workerCounts = kind === 'postgres' ? args.workers.split(',').map((w) => Number(w)) : [0];
+  // The tenant and its webhooks, through a serve that does not deliver.
+  const setup = await tracked(startServe(ROOT, { ...s, env: { ...s.env, SVC_WEBHOOK_WORKER: 'off' } }));
+  let tenant: Tenant;
+  try {
+    tenant = await createTenant(s, receiver);
+  } finally {
+    await stopTracked(setup);
+  }
+  const pool = new Pool(new URL(s.operatorUrl).origin, { connections: 64 });
+  const feed = new Feed(tenant.code, engineWriter(s, tenant, pool));
+  const configurations: ConfigurationResult[] = [];
+  try {
+    for (const count of workerCounts) {
+      const name = count === 0 ? 'embedded' : `workers-${count}`;
+      const label =
+        count === 0 ? 'serve (embedded worker)' : `serve + ${count} svc worker${count > 1 ? 's' : ''}`;
+      const deliveryWorkers = count + 1;
+      const inFlightLimit = Math.min(
+        deliveryWorkers * settings.concurrency,
+        settings.webhooks * settings.perWebhook,
+      );
+      const subject: Subject = {
+        name,
+        label,
+        feed,
+        prefix: '/h/',
+        probe,
+        sizes: sz,
+        async start() {
+          const [serve, ...workers] = await Promise.all([
+            tracked(startServe(ROOT, s, profileDir)),
+            ...Array.from({ length: count }, () => tracked(startWorkerProcess(ROOT, s, profileDir))),
+          ]);
+          probe.serve = serve as Child;
+          probe.workers = workers;
+        },
+        async stop() {
+          await Promise.all(probe.workers.map((w) => stopTracked(w)));
+          await stopTracked(probe.serve);
+          probe.serve = null;
+          probe.workers = [];
+        },
+        async startQueuing() {
+          probe.serve = await tracked(
+            startServe(ROOT, { ...s, env: { ...s.env, SVC_WEBHOOK_WORKER: 'off' } }),
+          );
+        },
+        async stopQueuing() {
+          await stopTracked(probe.serve);
+          probe.serve = null;
+        },
+      };
+      const measured = await measureSubject(subject, receiver, kind, inFlightLimit);
+      configurations.push({
+        kind: 'engine',
+        name,
+        label,
+        workerProcesses: count,
+        deliveryWorkers,
+        ...measured,
+      });
+    }
+  } finally {
+    await pool.close();
+  }
+  return { configurations };
+}
+
 async function measure(kind: DbKind, receiver: BenchReceiver): Promise<WebhookRunResult> {
   const loadStart = loadavg();
   const date = new Date().toISOString();
-  const defaults = DEFAULTS[kind];
-  const burstEvents = args.events ? positive('events', args.events) : defaults.events;
-  const latencySeconds = args['latency-seconds']
-    ? positive('latency-seconds', args['latency-seconds'])
-    : defaults.latencySeconds;
-  /** A second, lower rate (0: none): the engine's latency when it is not saturated. */
-  const lowRate = args['low-rate'] === undefined ? defaults.lowRate : Number(args['low-rate']) || 0;
+  const sz = sizes(kind);
   let dataDir: string | null = null;
   let database: BenchDatabase;
   if (kind === 'postgres') {
@@ -579,101 +1041,30 @@ async function measure(kind: DbKind, receiver: BenchReceiver): Promise<WebhookRu
   const profileDir = args.profile ? resolve(args.profile) : undefined;
   if (profileDir) await mkdir(profileDir, { recursive: true });
 
-  const workerCounts = kind === 'postgres' ? args.workers.split(',').map((w) => Number(w)) : [0];
-  const serve = await startServe(ROOT, s, profileDir);
-  running.add(serve);
-  const workers: Child[] = [];
   let pgClient: pg.Client | null = null;
-  const configurations: ConfigurationResult[] = [];
-  const skipped: string[] = [];
-  let feed: Feed | null = null;
+  let reference: ConfigurationResult | null = null;
+  let configurations: ConfigurationResult[] = [];
   try {
     if (kind === 'postgres') {
       pgClient = new pg.Client({ connectionString: args['database-url'] });
       await pgClient.connect();
     }
-    const tenant = await createTenant(s, receiver);
-    feed = new Feed(s, tenant);
     const probe: Probe = {
-      serve,
-      workers,
+      serve: null,
+      workers: [],
       pgClient,
       dbName: decodeURIComponent(new URL(args['database-url']).pathname.slice(1)),
+      queries: 0,
     };
-    log(`${kind}: service up, ${settings.webhooks} webhooks on ${receiver.origin}; warming up`);
-    await warmUp(receiver, feed, 'warm-up', defaults.warmUp);
-
-    const deadline = performance.now() + defaults.budgetSeconds * 1000;
-    for (const count of workerCounts) {
-      if (configurations.length > 0 && performance.now() > deadline) {
-        skipped.push(count === 0 ? 'serve (embedded worker)' : `serve + ${count} svc workers`);
-        log(`${kind}: time budget spent, skipping the configuration with ${count} svc workers`);
-        continue;
-      }
-      while (workers.length < count) {
-        const w = await startWorkerProcess(ROOT, s, profileDir);
-        running.add(w);
-        workers.push(w);
-      }
-      while (workers.length > count) await workers.pop()?.stop();
-      if (count > 0) await warmUp(receiver, feed, `warm-up-${count}`, defaults.warmUp);
-      const name = count === 0 ? 'embedded' : `workers-${count}`;
-      const label =
-        count === 0 ? 'serve (embedded worker)' : `serve + ${count} svc worker${count > 1 ? 's' : ''}`;
-      const deliveryWorkers = count + 1;
-      const inFlightLimit = Math.min(
-        deliveryWorkers * settings.concurrency,
-        settings.webhooks * settings.perWebhook,
-      );
-      await sleep(500);
-      const latencies: LatencyResult[] = [];
-      for (const [rate, seconds] of [
-        [settings.rate, latencySeconds],
-        [lowRate, settings.lowSeconds],
-      ] as const) {
-        if (rate <= 0) continue;
-        const { result } = await latencyPhase(name, receiver, feed, rate, seconds);
-        log(
-          `${kind} ${label}: latency at ${result.achievedEventsPerSecond} events/s: ` +
-            `p50 ${result.fromCommitMs.p50} ms, p99 ${result.fromCommitMs.p99} ms ` +
-            `(${result.delivered}/${result.expected})`,
-        );
-        latencies.push(result);
-        await sleep(1000);
-      }
-      await sleep(1500);
-      const burst = await burstPhase(name, receiver, feed, probe, burstEvents);
-      log(
-        `${kind} ${label}: burst ${burst.result.delivered}/${burst.result.expected} deliveries, ` +
-          `${burst.result.deliveriesPerSecond}/s (feed ${burst.result.feedEventsPerSecond} events/s)`,
-      );
-      // The ceiling right away, with the service idle, so both see the same machine.
-      const ceilingResult = await ceiling(receiver, burst.delivered.slice(-2000), inFlightLimit);
-      log(
-        `${kind} ${label}: ceiling at ${inFlightLimit} in flight: ${ceilingResult.requestsPerSecond} req/s`,
-      );
-      const share = (x: number) =>
-        ceilingResult.requestsPerSecond > 0 ? round(x / ceilingResult.requestsPerSecond, 3) : 0;
-      configurations.push({
-        name,
-        label,
-        workerProcesses: count,
-        deliveryWorkers,
-        inFlightLimit,
-        latency: latencies[0] as LatencyResult,
-        lowRateLatency: latencies[1] ?? null,
-        burst: burst.result,
-        ceiling: ceilingResult,
-        ofCeiling: share(burst.result.deliveriesPerSecond),
-        afterFeedOfCeiling: burst.result.afterFeed ? share(burst.result.afterFeed.deliveriesPerSecond) : null,
-      });
+    // The reference first, alone on the database; PGlite cannot host it.
+    if (kind === 'postgres' && runReference) reference = await measureReference(kind, receiver, probe, sz);
+    if (runEngine) {
+      log(`${kind}: service, ${settings.webhooks} webhooks on ${receiver.origin}`);
+      ({ configurations } = await measureEngine(kind, receiver, s, probe, sz, profileDir));
     }
   } finally {
-    await feed?.pool.close();
     await pgClient?.end();
-    for (const w of workers) await w.stop();
-    await serve.stop();
-    for (const c of [serve, ...workers]) running.delete(c);
+    for (const c of running) await stopTracked(c);
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   }
 
@@ -687,21 +1078,38 @@ async function measure(kind: DbKind, receiver: BenchReceiver): Promise<WebhookRu
       webhooks: settings.webhooks,
       scopes: SCOPES,
       feedConcurrency: settings.feedConcurrency,
-      burstEvents,
+      burstEvents: sz.events,
+      drainEvents: sz.drainEvents,
       latencyEventsPerSecond: settings.rate,
-      latencySeconds,
+      latencySeconds: sz.latencySeconds,
       waitMs: settings.waitMs,
-      lowEventsPerSecond: lowRate,
+      lowEventsPerSecond: sz.lowRate,
       lowSeconds: settings.lowSeconds,
+      settleSeconds: sz.settleSeconds,
+      quick: args.quick,
       workerConcurrency: settings.concurrency,
       concurrencyPerWebhook: settings.perWebhook,
       webhookTimeoutMs: DEFAULT_TIMEOUT_MS,
+      reference: {
+        graphileWorker: graphileVersion,
+        schema: REFERENCE_SCHEMA,
+        concurrency: referenceConcurrency,
+        localQueueSize: referenceLocalQueue,
+        completeJobBatchDelayMs: 0,
+      },
     },
+    reference,
     configurations,
-    skipped,
-    targets: evaluateTargets(configurations),
+    skipped: [],
+    targets: evaluateTargets(kind, reference, configurations),
   };
 }
+
+const graphileVersion = (
+  JSON.parse(await readFile(join(ROOT, 'node_modules', 'graphile-worker', 'package.json'), 'utf8')) as {
+    version: string;
+  }
+).version;
 
 async function main(): Promise<void> {
   const kinds: DbKind[] =
@@ -715,7 +1123,7 @@ async function main(): Promise<void> {
     await writeSection();
     return;
   }
-  if (!args['skip-build']) {
+  if (!args['skip-build'] && runEngine) {
     const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
     if (build.status !== 0) throw new Error('npm run build failed');
   }
@@ -723,6 +1131,7 @@ async function main(): Promise<void> {
   const results: WebhookRunResult[] = [];
   try {
     for (const kind of kinds) {
+      if (kind === 'pglite' && !runEngine) continue;
       const result = await measure(kind, receiver);
       results.push(result);
       if (!args['dry-run']) {
@@ -734,11 +1143,11 @@ async function main(): Promise<void> {
     await receiver.close();
   }
   if (args['dry-run']) {
-    process.stdout.write(`${results.map(renderRun).join('\n\n')}\n`);
+    process.stdout.write(`${results.map((r) => renderRun(r)).join('\n\n')}\n`);
     return;
   }
   await writeSection();
-  process.stdout.write(`${results.map(renderRun).join('\n\n')}\n`);
+  process.stdout.write(`${results.map((r) => renderRun(r)).join('\n\n')}\n`);
 }
 
 /** The "Webhook delivery" section of BENCHMARKS.md from the newest results and the analysis. */
@@ -751,11 +1160,11 @@ async function writeSection(): Promise<void> {
   log(`updated the "Webhook delivery" section of ${file}`);
 }
 
-/** The service's processes, stopped (by their pids) when the run is interrupted. */
+/** The benchmark's processes, stopped (by their pids) when the run is interrupted. */
 const running = new Set<Child>();
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
-    log(`${signal}: stopping ${running.size} service processes`);
+    log(`${signal}: stopping ${running.size} processes`);
     void Promise.all([...running].map((c) => c.stop())).finally(() => process.exit(130));
   });
 }

@@ -34,3 +34,27 @@ test('a value given to a boolean is an error naming it', () => {
   assert.throws(() => adminRequest(words(`org update ${id} --webhooks false`)), /"false"/);
   assert.throws(() => adminRequest(words('org create --code 1 --name X --webhooks=yes')), /--webhooks/);
 });
+
+test('deliveries replay: the operator route with its filters; the webhook is required', () => {
+  const hook = '0b6c5e2e-4c1c-4a8e-9a51-7b7e8e0f9a10';
+  const org = '1c7d6f3f-5d2d-4b9f-8b62-8c8f9f1a0b21';
+  assert.deepEqual(
+    adminRequest(
+      words(
+        `deliveries replay --webhook ${hook} --organization ${org} --since 2026-11-01T00:00:00Z --until 2026-11-02T00:00:00Z --status dead --limit 50`,
+      ),
+    ),
+    [
+      'POST',
+      `/webhooks/${hook}/deliveries/replay`,
+      {
+        since: '2026-11-01T00:00:00Z',
+        until: '2026-11-02T00:00:00Z',
+        organization_id: org,
+        status: 'dead',
+        limit: 50,
+      },
+    ],
+  );
+  assert.throws(() => adminRequest(words('deliveries replay --since 2026-11-01T00:00:00Z')), /--webhook/);
+});

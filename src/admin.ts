@@ -14,6 +14,7 @@ const HELP = `Usage: svc admin <command> [options]      (SVC_OPERATOR_URL, SVC_O
   key list --integration ID
   key revoke ID
   cursor-keys rotate
+  deliveries replay --webhook ID --since ISO [--until ISO] [--organization ID] [--status dead] [--limit N]
   request METHOD PATH [JSON]     any operator endpoint, e.g. request PUT /organizations/ID/drivers/ID '{...}'
 `;
 
@@ -27,6 +28,11 @@ const OPTIONS = {
   integration: { type: 'string' },
   environment: { type: 'string', default: 'live' },
   'expires-at': { type: 'string' },
+  webhook: { type: 'string' },
+  organization: { type: 'string' },
+  since: { type: 'string' },
+  until: { type: 'string' },
+  limit: { type: 'string' },
   // Booleans are flags, each with its --no- form: `--webhooks`, `--no-webhooks`.
   webhooks: { type: 'boolean' },
   outbox: { type: 'boolean' },
@@ -106,6 +112,19 @@ function route(words: string[], v: Values): [string, string, unknown?] {
       return ['POST', `/keys/${id}/revoke`];
     case 'cursor-keys rotate':
       return ['POST', '/cursor-keys/rotate'];
+    case 'deliveries replay':
+      if (!v.webhook) throw new Error(`deliveries replay needs --webhook ID\n\n${HELP}`);
+      return [
+        'POST',
+        `/webhooks/${v.webhook}/deliveries/replay`,
+        {
+          since: v.since,
+          until: v.until,
+          organization_id: v.organization,
+          status: v.status,
+          limit: v.limit === undefined ? undefined : Number(v.limit),
+        },
+      ];
     default:
       if (noun === 'request' && verb && id) {
         const body = words[3];

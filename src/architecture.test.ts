@@ -37,6 +37,13 @@ test('nothing below the composition root imports apps/', () => {
   assert.deepEqual(offenders, []);
 });
 
+test('the delivery engine reads bookings through the domain, never through the API', () => {
+  const offenders = [...text.keys()].filter(
+    (f) => f.startsWith('delivery/') && importsOf(f).some((i) => i.startsWith('api/')),
+  );
+  assert.deepEqual(offenders, []);
+});
+
 test('no import cycles', () => {
   const cycles: string[] = [];
   const state = new Map<string, 'open' | 'done'>();

@@ -9,24 +9,29 @@ import { buildPublicApp, PUBLIC_PREFIX } from './apps/public.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { migrate } from './db/migrate.js';
 import type { Worker } from './delivery/worker.js';
-import { prepareDemo, printDemoBanner, writeDemoEnv } from './demo/demo.js';
+import { prepareDemo, printDemoBanner, readDemoKey, writeDemoEnv } from './demo/demo.js';
 import { MAX_RATE, type Simulation, startSimulation } from './demo/simulate.js';
+import type { App } from './http/kit.js';
 import { httpStoppable, type Stoppable, shutdown } from './lifecycle.js';
 import { startMaintenance } from './maintenance.js';
-import { createDeps, openDatabase, startDeliveryWorker } from './runtime.js';
+import { createDeps, openDatabase, startDeliveryWorker, startMetricsListener } from './runtime.js';
 
 const USAGE = `Usage: svc <command>
 
-  serve [--demo]   public API (SVC_PORT, 8080), operator API (SVC_OPERATOR_PORT, 8081) and a
-                   webhook delivery worker
-                   --demo: seed the demo organization when missing and print a fresh API key
-                   (of SVC_ENVIRONMENT); on the embedded database it also lets webhooks reach
-                   the example receiver on this machine (examples/tls). Embedded database
-                   only, unless --allow-server-database (a staging database)
+  serve [--demo] [--host ADDRESS]
+                   public API (SVC_HOST:SVC_PORT, 0.0.0.0:8080), operator API (SVC_OPERATOR_PORT,
+                   8081) and a webhook delivery worker
+                   --demo: seed the demo organization when missing and print its API key (of
+                   SVC_ENVIRONMENT; the same across restarts while data/demo.env holds it);
+                   listens on 127.0.0.1 unless SVC_HOST or --host say otherwise; on the
+                   embedded database it also lets webhooks reach the example receiver on this
+                   machine (examples/tls). Embedded database only, unless
+                   --allow-server-database (a staging database)
         [--simulate [--rate N] [--seed S]]
                    with --demo: move the demo's bookings through their life cycle, N changes
                    (events) per second (default 1); the same seed makes the same changes
-  worker           webhook delivery workers only (PostgreSQL), for scale-out beside serve
+  worker           webhook delivery workers only (PostgreSQL), for scale-out beside serve;
+                   GET /metrics on SVC_OPERATOR_HOST:SVC_METRICS_PORT when that is set
   migrate          apply database migrations and exit
   demo [--simulate [--rate N] [--seed S]]
                    seed the demo organization when missing and exit; with --simulate, make
@@ -102,7 +107,12 @@ function simulationOf(values: {
 async function serve(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args,
-    options: { demo: { type: 'boolean', default: false }, ...SIMULATION_OPTIONS, ...DEMO_OPTIONS },
+    options: {
+      demo: { type: 'boolean', default: false },
+      host: { type: 'string' },
+      ...SIMULATION_OPTIONS,
+      ...DEMO_OPTIONS,
+    },
   });
   const simulation = simulationOf(values);
   if (simulation && !values.demo) throw new Error('--simulate goes with --demo (it moves the demo bookings)');
@@ -117,15 +127,26 @@ async function serve(args: string[]): Promise<number> {
       throw new Error('SVC_OPERATOR_TOKEN: required (at least 32 characters) to start the operator API');
     operatorToken = randomBytes(24).toString('base64url');
   }
+  // The demo holds a key with every scope: it stays on this machine unless asked otherwise.
+  const host = values.host ?? (values.demo && !process.env.SVC_HOST ? '127.0.0.1' : cfg.host);
   const db = await openDatabase(cfg);
   const deps = await createDeps(cfg, db);
-  const demo = values.demo ? await prepareDemo(deps) : null;
+  const demo = values.demo ? await prepareDemo(deps, await readDemoKey(cfg.dataDir)) : null;
   const api = await buildPublicApp(deps);
   const operator = await buildOperatorApp(deps, operatorToken);
-  await api.listen({ host: cfg.host, port: cfg.port });
-  await operator.listen({ host: cfg.operatorHost, port: cfg.operatorPort });
+  try {
+    await listen(api, 'SVC_PORT', host, cfg.port);
+    await listen(operator, 'SVC_OPERATOR_PORT', cfg.operatorHost, cfg.operatorPort);
+  } catch (error) {
+    // Nothing may keep the process up without its listeners: the database (and its timers) and
+    // the limiter's connection are closed, so it exits at once with the message.
+    await Promise.allSettled([api.close(), operator.close()]);
+    await Promise.allSettled([deps.limiter.close(), db.close()]);
+    throw error;
+  }
   const maintenance = startMaintenance(deps);
-  const worker = await startDeliveryWorker(deps);
+  // Off: this process serves the APIs only; `svc worker` processes deliver.
+  const worker = cfg.webhooks.embeddedWorker ? await startDeliveryWorker(deps) : null;
 
   let simulator: Simulation | null = null;
   if (demo) {
@@ -134,6 +155,7 @@ async function serve(args: string[]): Promise<number> {
     const baseUrl = `http://localhost:${port}${PUBLIC_PREFIX}`;
     printDemoBanner({
       baseUrl,
+      host,
       operatorUrl: `http://${cfg.operatorHost}:${cfg.operatorPort}`,
       operatorToken: cfg.operatorToken ? null : operatorToken,
       environment: cfg.environment,
@@ -157,7 +179,11 @@ async function serve(args: string[]): Promise<number> {
   await simulator?.stop();
   maintenance.stop();
   await shutdown(
-    [httpStoppable('public API', api), httpStoppable('operator API', operator), workerStoppable(worker, cfg)],
+    [
+      httpStoppable('public API', api),
+      httpStoppable('operator API', operator),
+      ...(worker ? [workerStoppable(worker, cfg)] : []),
+    ],
     cfg.shutdownGraceMs,
     deps.logger,
   );
@@ -165,6 +191,24 @@ async function serve(args: string[]): Promise<number> {
   await db.close();
   deps.logger.info('stopped cleanly');
   return 0;
+}
+
+/** Listens, or says which setting names a port that cannot be had (taken, or not allowed). */
+async function listen(app: App, setting: string, host: string, port: number): Promise<void> {
+  try {
+    await app.listen({ host, port });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') {
+      throw new Error(
+        `${setting}: port ${port} on ${host} is already in use by another process; stop it or choose another port`,
+      );
+    }
+    if (code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+      throw new Error(`${setting}: cannot listen on ${host}:${port} (${code})`);
+    }
+    throw error;
+  }
 }
 
 /**
@@ -191,10 +235,17 @@ async function worker(): Promise<number> {
   }
   const db = await openDatabase(cfg);
   const deps = await createDeps(cfg, db);
+  // First, so a busy port stops the start (and the process) before any delivery is claimed.
+  const metrics = await startMetricsListener(deps).catch(async (error: unknown) => {
+    await deps.limiter.close();
+    await db.close();
+    throw new Error(`SVC_METRICS_PORT: cannot listen (${(error as Error).message})`);
+  });
   const delivery = await startDeliveryWorker(deps);
   deps.logger.info('webhook delivery worker started');
   await untilSignal();
   await shutdown([workerStoppable(delivery, cfg)], cfg.shutdownGraceMs, deps.logger);
+  await metrics?.close();
   await deps.limiter.close();
   await db.close();
   return 0;

@@ -44,6 +44,8 @@ describe('configuration', () => {
     assert.equal(config.operatorPort, 8081);
     assert.equal(config.operatorUrl, 'http://127.0.0.1:8081');
     assert.equal(config.operatorToken, null);
+    assert.equal(config.metricsPort, null);
+    assert.equal(loadConfig({ SVC_METRICS_PORT: '0' }).metricsPort, null);
     assert.equal(config.masterKey, null);
     assert.equal(config.logLevel, 'info');
     assert.equal(config.logFormat, 'auto');
@@ -65,6 +67,7 @@ describe('configuration', () => {
       SVC_OPERATOR_HOST: '0.0.0.0',
       SVC_OPERATOR_PORT: '9001',
       SVC_OPERATOR_TOKEN: TOKEN,
+      SVC_METRICS_PORT: '9102',
       SVC_OPERATOR_URL: 'http://ops:9001',
       SVC_MASTER_KEY: master,
       SVC_LOG_LEVEL: 'warn',
@@ -85,11 +88,14 @@ describe('configuration', () => {
       SVC_IDEMPOTENCY_CLAIM_TIMEOUT_MS: '1000',
       SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
       SVC_WEBHOOK_CA_FILE: '/etc/svc/ca.pem',
+      SVC_WEBHOOK_ALLOWED_PRIVATE_RANGES: '127.0.0.1, 10.0.0.0/8,fd00::/8',
+      SVC_WEBHOOK_DNS_TIMEOUT_MS: '500',
       SVC_WEBHOOK_RETRY_SCHEDULE: '1,2,3,4,5,6,0.25',
       SVC_WEBHOOK_TIMEOUT_MS: '2000',
       SVC_WEBHOOK_LEASE_SECONDS: '5',
       SVC_WEBHOOK_CONCURRENCY: '10',
       SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK: '3',
+      SVC_WEBHOOK_WORKER: 'off',
     });
     assert.deepEqual(
       { ...config, masterKey: config.masterKey?.toString('hex') },
@@ -103,6 +109,7 @@ describe('configuration', () => {
         operatorHost: '0.0.0.0',
         operatorPort: 9001,
         operatorToken: TOKEN,
+        metricsPort: 9102,
         operatorUrl: 'http://ops:9001',
         masterKey: master,
         logLevel: 'warn',
@@ -119,12 +126,16 @@ describe('configuration', () => {
         idempotencyClaimTimeoutMs: 1000,
         webhooks: {
           allowPrivateTargets: true,
+          allowedPrivateRanges: ['127.0.0.1', '10.0.0.0/8', 'fd00::/8'],
+          dnsTimeoutMs: 500,
           caFile: '/etc/svc/ca.pem',
           retryGapsMs: [1000, 2000, 3000, 4000, 5000, 6000, 250],
           timeoutMs: 2000,
           leaseMs: 5000,
           concurrency: 10,
           concurrencyPerWebhook: 3,
+          batchMs: 2,
+          embeddedWorker: false,
         },
       },
     );
@@ -137,6 +148,10 @@ describe('configuration', () => {
     assert.equal(webhooks.leaseMs, 60_000);
     assert.equal(webhooks.allowPrivateTargets, false);
     assert.equal(webhooks.caFile, null);
+    assert.equal(webhooks.embeddedWorker, true);
+    assert.throws(() => loadConfig({ SVC_WEBHOOK_WORKER: 'no' }), /SVC_WEBHOOK_WORKER/);
+    assert.deepEqual(webhooks.allowedPrivateRanges, []);
+    assert.equal(webhooks.dnsTimeoutMs, 3000);
   });
 
   test('SVC_TRUST_PROXY: false, true, a hop count or a list of addresses and CIDR ranges', () => {
@@ -172,6 +187,7 @@ describe('configuration', () => {
       ['SVC_PORT', 'http'],
       ['SVC_PORT', '65536'],
       ['SVC_OPERATOR_PORT', '-1'],
+      ['SVC_METRICS_PORT', '70000'],
       ['SVC_LOG_LEVEL', 'verbose'],
       ['SVC_TRUST_PROXY', 'yes'],
       ['SVC_AUTH_CACHE_TTL_MS', '60001'],
@@ -193,6 +209,9 @@ describe('configuration', () => {
       ['SVC_WEBHOOK_RETRY_SCHEDULE', '30,60,120,240,480,960,-1'],
       ['SVC_WEBHOOK_RETRY_SCHEDULE', '30,60,120,240,480,960,1e3'],
       ['SVC_WEBHOOK_TIMEOUT_MS', '99'],
+      ['SVC_WEBHOOK_ALLOWED_PRIVATE_RANGES', 'localhost'],
+      ['SVC_WEBHOOK_ALLOWED_PRIVATE_RANGES', '10.0.0.0/33'],
+      ['SVC_WEBHOOK_DNS_TIMEOUT_MS', '49'],
       ['SVC_WEBHOOK_LEASE_SECONDS', '10'],
       ['SVC_WEBHOOK_CONCURRENCY', '0'],
       ['SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK', '33'],

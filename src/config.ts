@@ -15,6 +15,10 @@ export interface RateLimitConfig {
 export interface WebhookConfig {
   /** Development and tests only: loopback and private targets, any port (logged loudly). */
   allowPrivateTargets: boolean;
+  /** Development and tests only: private CIDR ranges (or addresses) allowed, on any port. */
+  allowedPrivateRanges: string[];
+  /** A webhook host name whose DNS does not answer within this is refused (API) or fails the attempt. */
+  dnsTimeoutMs: number;
   /** Development and tests only: a CA trusted for deliveries besides the system's. */
   caFile: string | null;
   /** The seven gaps between the eight attempts, in ms. */
@@ -25,6 +29,10 @@ export interface WebhookConfig {
   /** Attempts in flight per worker process, and per webhook across all workers. */
   concurrency: number;
   concurrencyPerWebhook: number;
+  /** How long finished attempts are gathered before their outcomes are written together, in ms. */
+  batchMs: number;
+  /** Whether `svc serve` runs its embedded delivery worker (off: `svc worker` processes deliver, or nothing does). */
+  embeddedWorker: boolean;
 }
 
 export interface Config {
@@ -37,6 +45,8 @@ export interface Config {
   operatorHost: string;
   operatorPort: number;
   operatorToken: string | null;
+  /** `svc worker`: port of its /metrics listener on operatorHost; null (unset or 0) for none. */
+  metricsPort: number | null;
   /** Where `svc admin` finds the operator API. */
   operatorUrl: string;
   masterKey: Buffer | null;
@@ -120,6 +130,20 @@ function trustProxy(env: Env, name: string): boolean | number | string[] {
   return entries;
 }
 
+function ranges(env: Env, name: string): string[] {
+  const raw = env[name]?.trim();
+  if (!raw) return [];
+  const entries = raw.split(',').map((e) => e.trim());
+  const bad = entries.find((e) => !isAddressOrRange(e));
+  if (bad !== undefined) {
+    throw new ConfigError(
+      name,
+      `must be a comma-separated list of addresses or CIDR ranges; "${bad}" is neither`,
+    );
+  }
+  return entries;
+}
+
 export const DEFAULT_RETRY_GAPS_S = [30, 60, 120, 240, 480, 960, 1920];
 
 /** Seven gaps in seconds (decimals allowed, so tests can compress the schedule). */
@@ -142,12 +166,16 @@ function webhookConfig(env: Env): WebhookConfig {
   const concurrency = int(env, 'SVC_WEBHOOK_CONCURRENCY', 32, 1, 1000);
   return {
     allowPrivateTargets: bool(env, 'SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
+    allowedPrivateRanges: ranges(env, 'SVC_WEBHOOK_ALLOWED_PRIVATE_RANGES'),
+    dnsTimeoutMs: int(env, 'SVC_WEBHOOK_DNS_TIMEOUT_MS', 3000, 50, 30_000),
     caFile: env.SVC_WEBHOOK_CA_FILE || null,
     retryGapsMs: retryGaps(env, 'SVC_WEBHOOK_RETRY_SCHEDULE'),
     timeoutMs,
     leaseMs,
     concurrency,
     concurrencyPerWebhook: int(env, 'SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK', 4, 1, concurrency),
+    batchMs: int(env, 'SVC_WEBHOOK_BATCH_MS', 2, 0, 1000),
+    embeddedWorker: oneOf(env, 'SVC_WEBHOOK_WORKER', ['on', 'off'], 'on') === 'on',
   };
 }
 
@@ -174,6 +202,7 @@ export function loadConfig(env: Env = process.env): Config {
     operatorHost: env.SVC_OPERATOR_HOST || '127.0.0.1',
     operatorPort: int(env, 'SVC_OPERATOR_PORT', 8081, 0, 65535),
     operatorToken,
+    metricsPort: int(env, 'SVC_METRICS_PORT', 0, 0, 65535) || null,
     operatorUrl: env.SVC_OPERATOR_URL || `http://127.0.0.1:${int(env, 'SVC_OPERATOR_PORT', 8081, 0, 65535)}`,
     masterKey: env.SVC_MASTER_KEY ? parseMasterKey(env.SVC_MASTER_KEY) : null,
     logLevel: oneOf(

@@ -21,6 +21,12 @@ export const REDACTED_PATHS = [
   '*.secret_hash',
 ];
 
+// An API key or a webhook secret pasted into a path by mistake (a base URL built from the wrong
+// variable) would otherwise be written with the path: its prefix stays, to say what it was.
+const SECRET_SHAPE = /(svc_(?:live|test)_|whsec_)[A-Za-z0-9_-]+/g;
+const maskSecrets = (path: string) =>
+  path.includes('svc_') || path.includes('whsec_') ? path.replace(SECRET_SHAPE, '$1[redacted]') : path;
+
 export function createLogger(level: string, destination?: DestinationStream): FastifyBaseLogger {
   return pino(
     {
@@ -30,7 +36,7 @@ export function createLogger(level: string, destination?: DestinationStream): Fa
       serializers: {
         req: (req: { method: string; url: string; ip?: string }) => ({
           method: req.method,
-          path: req.url.split('?')[0],
+          path: maskSecrets(req.url.split('?')[0] ?? ''),
           ip: req.ip,
         }),
       },

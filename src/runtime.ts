@@ -1,5 +1,7 @@
 // Builds the dependencies of the applications from the configuration.
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Deps } from './apps/deps.js';
 import type { Config } from './config.js';
@@ -17,7 +19,9 @@ import { withFallback } from './ratelimit/fallback.js';
 import { createMemoryStore } from './ratelimit/memory.js';
 import { createRedisStore } from './ratelimit/redis.js';
 import type { RateLimitStore } from './ratelimit/store.js';
+import { createTargetResolver } from './security/resolver.js';
 import { createSecretBox, newMasterKey } from './security/secrets.js';
+import { targetPolicy } from './security/url-guard.js';
 
 export async function openDatabase(config: Config, logger = createLogger(config.logLevel)): Promise<Db> {
   if (config.databaseUrl) {
@@ -97,6 +101,8 @@ export async function createDeps(config: Config, db: Db): Promise<Deps> {
     metrics: createMetrics(),
     cursors: createCursorCodec({ db, masterKey, refreshMs: config.authCacheTtlMs, now }),
     secrets: createSecretBox(masterKey),
+    // One resolver, so the API and the worker of this process share its cache.
+    resolve: createTargetResolver({ timeoutMs: config.webhooks.dnsTimeoutMs }),
     now,
   };
 }
@@ -119,7 +125,7 @@ export async function startDeliveryWorker(deps: Deps): Promise<Worker> {
     );
   }
   const sender = createSender({
-    policy: { allowPrivateTargets: webhooks.allowPrivateTargets },
+    policy: targetPolicy(webhooks),
     resolve: deps.resolve,
     timeoutMs: webhooks.timeoutMs,
     ca: webhooks.caFile ? await readFile(webhooks.caFile) : null,
@@ -138,5 +144,58 @@ export async function startDeliveryWorker(deps: Deps): Promise<Worker> {
       await worker.stop(graceMs);
       await sender.close();
     },
+  };
+}
+
+export interface MetricsListener {
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * `svc worker` has no HTTP application, so its metrics (the delivery counters and gauges, and
+ * node's own) get a listener of their own: GET /metrics on SVC_OPERATOR_HOST (127.0.0.1 by
+ * default) at SVC_METRICS_PORT, without a token, like a Prometheus exporter. It only reads: the
+ * queue-depth gauge is one grouped count per scrape. Off when the port is unset or 0.
+ */
+export async function startMetricsListener(deps: Deps): Promise<MetricsListener | null> {
+  const port = deps.config.metricsPort;
+  if (port === null) return null;
+  const { registry } = deps.metrics;
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '').split('?')[0];
+    if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
+      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found\n');
+      return;
+    }
+    registry.metrics().then(
+      (text) => {
+        res.writeHead(200, { 'content-type': registry.contentType });
+        res.end(req.method === 'HEAD' ? undefined : text);
+      },
+      (error: unknown) => {
+        deps.logger.warn({ err: error }, 'metrics could not be collected');
+        res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('metrics unavailable\n');
+      },
+    );
+  });
+  server.keepAliveTimeout = 5000;
+  server.requestTimeout = 10_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, deps.config.operatorHost, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const bound = (server.address() as AddressInfo).port;
+  deps.logger.info({ host: deps.config.operatorHost, port: bound }, 'metrics listener started');
+  return {
+    port: bound,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }

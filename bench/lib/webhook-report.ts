@@ -65,10 +65,35 @@ export interface LatencyResult {
   /** arrival (wall clock) - the event's published stamp. */
   publishToArrivalMs: Percentiles;
   feedAnswerMs: Percentiles;
+  /** PostgreSQL transactions per delivery over the phase (feed writes included); null when not counted. */
+  xactsPerDelivery?: number | null;
+  complete: boolean;
+}
+
+/** Events queued while nothing delivered, then the delivering processes started. */
+export interface DrainResult {
+  events: number;
+  expected: number;
+  delivered: number;
+  duplicates: number;
+  feedFailures: number;
+  /** How long queuing the events took (the feed alone). */
+  queueSeconds: number;
+  /** From starting the delivering processes to the first arrival (process start-up). */
+  startToFirstSeconds: number;
+  firstToLastSeconds: number;
+  /** Arrivals from the first to the last, over that time. */
+  deliveriesPerSecond: number;
+  /** CPU ms per delivery from the first arrival to the last. */
+  cpuMsPerDelivery: CpuShare;
+  /** Transactions from the delivering processes' start to their stop, per delivery. */
+  xactsPerDelivery: number | null;
   complete: boolean;
 }
 
 export interface ConfigurationResult {
+  /** The graphile-worker + undici reference, or the engine (absent in runs before the reference). */
+  kind?: 'reference' | 'engine';
   name: string;
   label: string;
   /** `svc worker` processes beside `svc serve`. */
@@ -81,6 +106,7 @@ export interface ConfigurationResult {
   /** The same at a rate the service sustains, for reference (no target). */
   lowRateLatency: LatencyResult | null;
   burst: BurstResult;
+  drain?: DrainResult | null;
   /** The ceiling measured right after this configuration's burst, at its in-flight limit. */
   ceiling: CeilingResult;
   /** Burst deliveries/s over the ceiling's requests/s. */
@@ -118,16 +144,29 @@ export interface WebhookRunResult {
     scopes: string[];
     feedConcurrency: number;
     burstEvents: number;
+    drainEvents?: number;
     latencyEventsPerSecond: number;
     latencySeconds: number;
     /** How long a phase waits for its deliveries after its last feed write answered. */
     waitMs: number;
     lowEventsPerSecond: number;
     lowSeconds: number;
+    settleSeconds?: number;
+    quick?: boolean;
     workerConcurrency: number;
     concurrencyPerWebhook: number;
     webhookTimeoutMs: number;
+    reference?: {
+      graphileWorker: string;
+      schema: string;
+      concurrency: number;
+      localQueueSize: number;
+      completeJobBatchDelayMs: number;
+    };
   };
+  /** The graphile-worker + undici reference (PostgreSQL only; null when not run). */
+  reference?: ConfigurationResult | null;
+  /** The engine's configurations. */
   configurations: ConfigurationResult[];
   /** Configurations not run because the run's time budget was spent. */
   skipped: string[];
@@ -154,31 +193,91 @@ export function percentiles(values: number[], missing = 0): Percentiles {
   return { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: at(1) };
 }
 
-export const RATIO_GOAL = 0.5;
-export const P50_GOAL_MS = 50;
-export const P99_GOAL_MS = 250;
+/** The targets of the delivery engine (issue 15), against the reference in the same run. */
+export const DRAIN_GOAL = 1;
+export const P99_GOAL_MS = 50;
+export const FEED_P99_GOAL_MS = 50;
+export const XACTS_GOAL = 0.5;
 
-export function evaluateTargets(configurations: ConfigurationResult[]): Target[] {
-  return configurations.flatMap((c) => [
-    {
-      name: `${c.label}: deliveries/s`,
-      goal: `>= ${pct(RATIO_GOAL)} of ceiling`,
-      value: pct(c.ofCeiling),
-      met: c.burst.complete ? c.ofCeiling >= RATIO_GOAL : false,
-    },
-    {
-      name: `${c.label}: p50 commit to arrival at ${c.latency.targetEventsPerSecond} events/s`,
-      goal: `<= ${P50_GOAL_MS} ms`,
-      value: `${ms(c.latency.fromCommitMs.p50)} ms`,
-      met: c.latency.fromCommitMs.p50 !== null && c.latency.fromCommitMs.p50 <= P50_GOAL_MS,
-    },
-    {
-      name: `${c.label}: p99 commit to arrival at ${c.latency.targetEventsPerSecond} events/s`,
-      goal: `<= ${P99_GOAL_MS} ms`,
-      value: `${ms(c.latency.fromCommitMs.p99)} ms`,
-      met: c.latency.fromCommitMs.p99 !== null && c.latency.fromCommitMs.p99 <= P99_GOAL_MS,
-    },
-  ]);
+/** x as a share of the reference's y; null when either is missing. */
+export const shareOf = (x: number | null | undefined, y: number | null | undefined) =>
+  x === null || x === undefined || !y ? null : Math.round((x / y) * 1000) / 1000;
+
+/** The worse of a configuration's transactions per delivery over the burst and the drain. */
+export function worstXacts(c: ConfigurationResult): number | null {
+  const values = [c.burst.xactsPerDelivery, c.drain?.xactsPerDelivery].filter(
+    (x): x is number => typeof x === 'number',
+  );
+  return values.length === 0 ? null : Math.max(...values);
+}
+
+export function evaluateTargets(
+  db: DbKind,
+  reference: ConfigurationResult | null,
+  configurations: ConfigurationResult[],
+): Target[] {
+  const targets: Target[] = [];
+  const byName = (name: string) => configurations.find((c) => c.name === name);
+  const refDrain = reference?.drain?.deliveriesPerSecond ?? null;
+  for (const name of ['embedded', 'workers-1']) {
+    const c = byName(name);
+    if (!c) continue;
+    const share = shareOf(c.drain?.deliveriesPerSecond, refDrain);
+    targets.push({
+      name: `${c.label}: drain deliveries/s`,
+      goal: `>= ${pct(DRAIN_GOAL)} of the reference`,
+      value:
+        share === null
+          ? `${int(c.drain?.deliveriesPerSecond ?? 0)}/s, no reference`
+          : `${pct(share)} (${int(c.drain?.deliveriesPerSecond ?? 0)} of ${int(refDrain ?? 0)}/s)`,
+      met: share === null ? null : c.drain?.complete ? share >= DRAIN_GOAL : false,
+    });
+  }
+  const embedded = byName('embedded');
+  if (embedded) {
+    const l = embedded.latency;
+    targets.push(
+      {
+        name: `${embedded.label}: p99 commit to arrival at ${l.targetEventsPerSecond} events/s`,
+        goal: `<= ${P99_GOAL_MS} ms`,
+        value: l.fromCommitMs.p99 === null ? 'beyond the wait' : `${ms(l.fromCommitMs.p99)} ms`,
+        met: l.fromCommitMs.p99 !== null && l.fromCommitMs.p99 <= P99_GOAL_MS,
+      },
+      {
+        name: `${embedded.label}: feed PUT p99 at ${l.targetEventsPerSecond} events/s`,
+        goal: `<= ${FEED_P99_GOAL_MS} ms`,
+        value: `${ms(l.feedAnswerMs.p99)} ms`,
+        met: l.feedAnswerMs.p99 !== null && l.feedAnswerMs.p99 <= FEED_P99_GOAL_MS,
+      },
+    );
+  }
+  for (const c of configurations) {
+    const worst = worstXacts(c);
+    targets.push({
+      name: `${c.label}: PostgreSQL transactions per delivery (worse of burst and drain)`,
+      goal: `<= ${XACTS_GOAL}`,
+      value: worst === null ? 'not counted' : String(worst),
+      met: db === 'postgres' && worst !== null ? worst <= XACTS_GOAL : null,
+    });
+  }
+  const one = byName('workers-1');
+  const two = byName('workers-2');
+  if (one && two) {
+    const burstUp = two.burst.deliveriesPerSecond > one.burst.deliveriesPerSecond;
+    const drainUp =
+      two.drain && one.drain ? two.drain.deliveriesPerSecond > one.drain.deliveriesPerSecond : null;
+    targets.push({
+      name: 'A second svc worker adds throughput (burst and drain)',
+      goal: '2 workers > 1 worker',
+      value:
+        `burst ${int(one.burst.deliveriesPerSecond)} -> ${int(two.burst.deliveriesPerSecond)}/s` +
+        (one.drain && two.drain
+          ? `, drain ${int(one.drain.deliveriesPerSecond)} -> ${int(two.drain.deliveriesPerSecond)}/s`
+          : ''),
+      met: drainUp === null ? burstUp : burstUp && drainUp,
+    });
+  }
+  return targets;
 }
 
 export async function saveWebhookResult(dir: string, r: WebhookRunResult): Promise<string> {
@@ -189,13 +288,36 @@ export async function saveWebhookResult(dir: string, r: WebhookRunResult): Promi
 
 const NAMES: Record<DbKind, string> = { postgres: 'PostgreSQL', pglite: 'Embedded (PGlite)' };
 
-export function renderRun(r: WebhookRunResult): string {
+/** Every configuration of a run, the reference first. */
+const all = (r: WebhookRunResult) => [...(r.reference ? [r.reference] : []), ...r.configurations];
+const sharePct = (x: number | null) => (x === null ? '-' : pct(x));
+const xacts = (x: number | null | undefined) => (x === null || x === undefined ? '-' : num(x, 2));
+
+/**
+ * One run's tables. `reference`: the reference the shares are taken of (the run's own; for PGlite,
+ * PostgreSQL's newest, since PGlite cannot host graphile-worker).
+ */
+export function renderRun(
+  r: WebhookRunResult,
+  reference: ConfigurationResult | null = r.reference ?? null,
+): string {
   const s = r.settings;
   waitLabel = `${Math.round(s.waitMs / 1000)} s`;
   const when = `${r.date.slice(0, 16).replace('T', ' ')} UTC`;
   const m = r.machine;
   const load = (l: number[]) => l.map((x) => x.toFixed(1)).join(' / ');
-  const throughput = r.configurations.map((c) => {
+  const configs = all(r);
+  const refNote = reference && !r.reference ? ' (PostgreSQL reference)' : '';
+  const against = configs.map((c) => {
+    const l = c.latency;
+    return (
+      `| ${c.label} | **${int(c.drain?.deliveriesPerSecond ?? 0)}** | **${sharePct(shareOf(c.drain?.deliveriesPerSecond, reference?.drain?.deliveriesPerSecond))}** | ` +
+      `${int(c.burst.deliveriesPerSecond)} | ${sharePct(shareOf(c.burst.deliveriesPerSecond, reference?.burst.deliveriesPerSecond))} | ` +
+      `${ms(l.fromCommitMs.p50)} / **${ms(l.fromCommitMs.p99)}** | **${ms(l.feedAnswerMs.p99)}** | ` +
+      `${xacts(c.burst.xactsPerDelivery)} / ${xacts(c.drain?.xactsPerDelivery)} / ${xacts(l.xactsPerDelivery)} |`
+    );
+  });
+  const throughput = configs.map((c) => {
     const b = c.burst;
     const after = b.afterFeed;
     return (
@@ -206,41 +328,75 @@ export function renderRun(r: WebhookRunResult): string {
       `${b.newTlsConnections} | ${b.duplicates} |`
     );
   });
-  const cpu = (x: CpuShare) => `${num(x.serve)} / ${num(x.workers)} / ${num(x.postgres)}`;
-  const cost = r.configurations.map((c) => {
+  const drains = configs.flatMap((c) => {
+    const d = c.drain;
+    if (!d) return [];
+    return [
+      `| ${c.label} | ${int(d.events)} | ${int(d.delivered)}${d.complete ? '' : ` of ${int(d.expected)}`} | ${d.queueSeconds} | ` +
+        `${d.startToFirstSeconds} | ${d.firstToLastSeconds} | **${int(d.deliveriesPerSecond)}** | ` +
+        `${cpu(d.cpuMsPerDelivery)} | ${xacts(d.xactsPerDelivery)} | ${d.duplicates} |`,
+    ];
+  });
+  const cost = configs.map((c) => {
     const b = c.burst;
     return (
-      `| ${c.label} | ${cpu(b.cpuMsPerDelivery)} | ${num(b.xactsPerDelivery, 1)} | ` +
-      `${b.drain ? cpu(b.drain.cpuMsPerDelivery) : '-'} | ${b.drain ? num(b.drain.xactsPerDelivery, 1) : '-'} |`
+      `| ${c.label} | ${cpu(b.cpuMsPerDelivery)} | ${xacts(b.xactsPerDelivery)} | ` +
+      `${b.drain ? cpu(b.drain.cpuMsPerDelivery) : '-'} | ${b.drain ? xacts(b.drain.xactsPerDelivery) : '-'} |`
     );
   });
-  const latencyRow = (c: ConfigurationResult, l: LatencyResult) =>
-    `| ${c.label} | ${l.targetEventsPerSecond} (${l.achievedEventsPerSecond} sent) | ` +
-    `${int(l.delivered)}${l.complete ? '' : ` of ${int(l.expected)}`} | ` +
-    `**${ms(l.fromCommitMs.p50)}** | ${ms(l.fromCommitMs.p90)} | **${ms(l.fromCommitMs.p99)}** | ${ms(l.fromCommitMs.max)} | ` +
-    `${ms(l.fromTxStartMs.p50)} / ${ms(l.fromTxStartMs.p99)} | ${ms(l.fromSendMs.p50)} / ${ms(l.fromSendMs.p99)} | ` +
-    `${ms(l.commitToPublishMs.p50)} / ${ms(l.commitToPublishMs.p99)} | ` +
-    `${ms(l.publishToArrivalMs.p50)} / ${ms(l.publishToArrivalMs.p99)} | ${ms(l.feedAnswerMs.p50)} / ${ms(l.feedAnswerMs.p99)} |`;
-  const latency = r.configurations.flatMap((c) => [
+  const latencyRow = (c: ConfigurationResult, l: LatencyResult) => {
+    const isRef = c.kind === 'reference';
+    return (
+      `| ${c.label} | ${l.targetEventsPerSecond} (${l.achievedEventsPerSecond} sent) | ` +
+      `${int(l.delivered)}${l.complete ? '' : ` of ${int(l.expected)}`} | ` +
+      `**${ms(l.fromCommitMs.p50)}** | ${ms(l.fromCommitMs.p90)} | **${ms(l.fromCommitMs.p99)}** | ${ms(l.fromCommitMs.max)} | ` +
+      `${ms(l.fromTxStartMs.p50)} / ${ms(l.fromTxStartMs.p99)} | ${ms(l.fromSendMs.p50)} / ${ms(l.fromSendMs.p99)} | ` +
+      (isRef
+        ? '- | - | '
+        : `${ms(l.commitToPublishMs.p50)} / ${ms(l.commitToPublishMs.p99)} | ` +
+          `${ms(l.publishToArrivalMs.p50)} / ${ms(l.publishToArrivalMs.p99)} | `) +
+      `${ms(l.feedAnswerMs.p50)} / ${ms(l.feedAnswerMs.p99)} | ${xacts(l.xactsPerDelivery)} |`
+    );
+  };
+  const latency = configs.flatMap((c) => [
     latencyRow(c, c.latency),
     ...(c.lowRateLatency ? [latencyRow(c, c.lowRateLatency)] : []),
   ]);
-  const ceilings = r.configurations.map(
+  const ceilings = configs.map(
     ({ label, ceiling: c }) =>
       `| after ${label} | ${c.concurrency} | ${int(c.requestsPerSecond)} | ${ms(c.latencyMs.p50)} | ${ms(c.latencyMs.p99)} | ` +
       `${int(c.bodies)} bodies of ${int(c.bodyBytes)} B (mean) | ${c.failures} |`,
   );
   const targets = r.targets.map((t) => `| ${t.name} | ${t.goal} | ${t.value} | ${mark(t.met)} |`);
+  const ref = s.reference;
   return [
-    `### ${NAMES[r.db]}`,
+    `### ${NAMES[r.db]}${s.quick ? ' (quick smoke run: figures not comparable)' : ''}`,
     '',
     `Run ${when} on ${m.cpus} cores (${m.cpuModel}), ${m.memoryGb} GB, Node ${m.node}. Load average ` +
       `(1/5/15 min) ${load(r.loadAverage.start)} at the start, ${load(r.loadAverage.end)} at the end. ` +
       `${s.webhooks} webhooks (all events) of one integration, scopes ${s.scopes.join(', ')}; ` +
       `SVC_WEBHOOK_CONCURRENCY=${s.workerConcurrency}, SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK=${s.concurrencyPerWebhook}, ` +
       `SVC_WEBHOOK_TIMEOUT_MS=${s.webhookTimeoutMs}. Burst: ${int(s.burstEvents)} booking creations through the feed, ` +
-      `${s.feedConcurrency} PUTs in flight; latency: one PUT every ${Math.round(1000 / s.latencyEventsPerSecond)} ms ` +
-      `(open model) for ${s.latencySeconds} s.`,
+      `${s.feedConcurrency} writes in flight; drain: ${int(s.drainEvents ?? 0)} events queued, then delivered; ` +
+      `latency: one write every ${Math.round(1000 / s.latencyEventsPerSecond)} ms ` +
+      `(open model) for ${s.latencySeconds} s.` +
+      (r.reference && ref
+        ? ` Reference: graphile-worker ${ref.graphileWorker} (schema \`${ref.schema}\`, ${ref.concurrency} jobs in flight, ` +
+          `local queue of ${ref.localQueueSize}, completeJobBatchDelay ${ref.completeJobBatchDelayMs}) + undici.`
+        : ''),
+    '',
+    `Against the reference${refNote} ("of ref": deliveries/s as a share of the reference's in the same phase; ` +
+      `transactions per delivery over the burst / the drain / the latency phase, feed writes included except in the drain):`,
+    '',
+    `| Configuration | drain deliveries/s | of ref | burst deliveries/s | of ref | commit to arrival p50 / p99 at ${s.latencyEventsPerSecond} events/s, ms | feed write p99, ms | xacts per delivery: burst / drain / latency |`,
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...against,
+    '',
+    "Drain (events queued while nothing delivered; the delivering processes then started; deliveries/s from the first arrival to the last; CPU ms of serve / workers / PostgreSQL backends per delivery over the same span; transactions from the processes' start to their stop):",
+    '',
+    '| Configuration | events | deliveries | queued in, s | start to first arrival, s | first to last, s | deliveries/s | CPU ms | xacts per delivery | duplicates |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...drains,
     '',
     'Throughput (burst; "of ceiling" against the ceiling at the same in-flight limit):',
     '',
@@ -248,22 +404,23 @@ export function renderRun(r: WebhookRunResult): string {
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...throughput,
     '',
-    'Cost per delivery: CPU ms of serve / svc workers / PostgreSQL backends, and PostgreSQL transactions, over the whole burst (feed writes included) and over the drain after the feed ended:',
+    "Cost per delivery: CPU ms of serve / delivering processes (svc workers, or the reference's worker) / PostgreSQL backends, and PostgreSQL transactions, over the whole burst (feed writes included) and over the part after the feed ended:",
     '',
-    '| Configuration | CPU ms, whole burst | xacts, whole burst | CPU ms, drain | xacts, drain |',
+    '| Configuration | CPU ms, whole burst | xacts, whole burst | CPU ms, after the feed | xacts, after the feed |',
     '|---|---:|---:|---:|---:|',
     ...cost,
     '',
-    `Commit to arrival, ms ("p50 ... max": arrival minus the feed PUT's answer, a lower bound; ` +
+    `Commit to arrival, ms ("p50 ... max": arrival minus the feed write's answer, a lower bound; ` +
       '"from tx start": arrival minus the booking\'s created_at, i.e. now() of the feed transaction, an upper bound; ' +
-      `"answer to publish" is negative when the PUT's answer reached the client after the event was already published). ` +
+      `"answer to publish" is negative when the PUT's answer reached the client after the event was already published; ` +
+      `the reference publishes nothing: its jobs are added by the write itself). ` +
       `The target rate is ${s.latencyEventsPerSecond} events/s (${s.latencyEventsPerSecond * s.webhooks} deliveries/s) for ${s.latencySeconds} s` +
       (s.lowEventsPerSecond > 0
         ? `; ${s.lowEventsPerSecond} events/s for ${s.lowSeconds} s is shown for reference.`
         : '.'),
     '',
-    '| Configuration | events/s | deliveries | p50 | p90 | p99 | max | from tx start p50 / p99 | from send p50 / p99 | answer to publish p50 / p99 | publish to arrival p50 / p99 | feed PUT p50 / p99 |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| Configuration | events/s | deliveries | p50 | p90 | p99 | max | from tx start p50 / p99 | from send p50 / p99 | answer to publish p50 / p99 | publish to arrival p50 / p99 | feed write p50 / p99 | xacts per delivery |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...latency,
     '',
     "Ceiling (plain undici Pool in its own process, the burst's delivered requests, same receiver, measured right after each burst with the service idle):",
@@ -281,27 +438,72 @@ export function renderRun(r: WebhookRunResult): string {
   ].join('\n');
 }
 
+const cpu = (x: CpuShare) => `${num(x.serve)} / ${num(x.workers)} / ${num(x.postgres)}`;
+
+/** Both databases side by side, each configuration as a share of PostgreSQL's reference. */
+export function renderSummary(results: WebhookRunResult[]): string {
+  const pgRun = results.find((r) => r.db === 'postgres');
+  const liteRun = results.find((r) => r.db === 'pglite');
+  const reference = pgRun?.reference ?? null;
+  if (!reference) return '';
+  const names = [
+    ...new Map(
+      [...(pgRun ? all(pgRun) : []), ...(liteRun ? all(liteRun) : [])].map((c) => [c.name, c.label]),
+    ),
+  ];
+  const cell = (r: WebhookRunResult | undefined, name: string) => {
+    const c = r ? all(r).find((x) => x.name === name) : undefined;
+    if (!c) return '- | - | - | -';
+    return (
+      `${int(c.drain?.deliveriesPerSecond ?? 0)} (${sharePct(shareOf(c.drain?.deliveriesPerSecond, reference.drain?.deliveriesPerSecond))}) | ` +
+      `${int(c.burst.deliveriesPerSecond)} (${sharePct(shareOf(c.burst.deliveriesPerSecond, reference.burst.deliveriesPerSecond))}) | ` +
+      `${ms(c.latency.fromCommitMs.p99)} | ${ms(c.latency.feedAnswerMs.p99)}`
+    );
+  };
+  return [
+    '### Summary: every configuration against the reference',
+    '',
+    `Deliveries/s (share of the graphile-worker reference on PostgreSQL, same run as the PostgreSQL figures), ` +
+      `and p99 commit to arrival / feed write at ${pgRun?.settings.latencyEventsPerSecond ?? 200} events/s, ms. ` +
+      "PGlite cannot host graphile-worker: its figures are set beside PostgreSQL's, for the record.",
+    '',
+    '| Configuration | PostgreSQL drain/s | burst/s | p99 | feed p99 | PGlite drain/s | burst/s | p99 | feed p99 |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...names.map(([name, label]) => `| ${label} | ${cell(pgRun, name)} | ${cell(liteRun, name)} |`),
+  ].join('\n');
+}
+
 const METHOD = `## Webhook delivery
 
 Measured by \`npm run bench:webhooks\` (bench/webhooks.ts; see bench/README.md). This section is
 rewritten by that command from the newest \`bench/results/webhooks-<db>-<date>.json\` of each
 database, followed by bench/webhooks-analysis.md.
 
-Method: \`node bin/svc.js serve\` (APIs and the embedded delivery worker) and, on PostgreSQL, 1 or 2
-\`node bin/svc.js worker\` processes beside it, all built from dist, on a fresh database. An HTTPS
-receiver (keep-alive, test CA's localhost certificate, 200 as soon as the body is in) runs in the
-benchmark process and records each arrival. Booking creations go through the platform feed
-(\`PUT /operator/v1/organizations/{org}/bookings/{id}\`); each is one event, fanned out to every
-webhook. **deliveries/s** counts first attempts from the first arrival to the last of a burst;
-**of ceiling** divides it by what a plain undici \`Pool\` in its own process achieves POSTing the
-same captured requests (headers and bodies) to the same receiver at the engine's in-flight limit.
-**Commit to arrival** is the arrival time minus the moment the feed's PUT answered: the commit
-happened before the answer, so this is a lower bound of the true figure by the time the answer took
-to reach the client; "from send" (arrival minus the moment the PUT was sent) is an upper bound.
-"Commit to publish" compares the event's stamp (\`created_at\`, set by the publisher, database clock)
-with the moment the PUT answered (same machine, millisecond clocks). CPU ms per delivery is read
-from /proc over the burst (feed writes included; PostgreSQL counts only the backends connected to
-the benchmark database). Everything shares 2 cores with other work: read the load average.
+Method: on PostgreSQL first the **reference**, what a team would build instead of the engine:
+graphile-worker (library API, in a Node process of its own) fetching jobs in batches into a local
+queue and completing them in batches, with one task that signs the body as the engine does and POSTs
+it with undici; its jobs (one per event and webhook) are added by the transaction that writes the
+event. Then the engine: \`node bin/svc.js serve\` (APIs and the embedded delivery worker) and, on
+PostgreSQL, 1 or 2 \`node bin/svc.js worker\` processes beside it, all built from dist, each
+configuration started afresh on the same database. Both get the same 4 webhooks on the same HTTPS
+receiver (keep-alive, test CA's localhost certificate, 200 as soon as the body is in; it runs in the
+benchmark process and records each arrival), bodies of about 1.5 KB and the same bound of attempts
+in flight (16). The engine's events are booking creations through the platform feed
+(\`PUT /operator/v1/organizations/{org}/bookings/{id}\`), each fanned out to every webhook.
+**Phases**: a fixed rate of writes (open model) for latency; a **burst** (writes as fast as 16 in
+flight allow; deliveries/s from the first arrival to the last); a **drain** (events queued while
+nothing delivers, then the delivering processes started: deliveries/s from the first arrival to the
+last). **of ref** divides a figure by the reference's in the same phase; **of ceiling** divides it
+by what a plain undici \`Pool\` in its own process achieves POSTing the same captured requests to the
+same receiver. **Commit to arrival** is the arrival time minus the moment the feed's write answered:
+the commit happened before the answer, so this is a lower bound of the true figure by the time the
+answer took to reach the client; "from send" (arrival minus the moment the write was sent) is an
+upper bound. **Transactions** are \`xact_commit + xact_rollback\` of the benchmark database in
+\`pg_stat_database\`, less the benchmark's own probe statements, per delivery; a backend reports its
+count at most once a second and 10 s after it went idle, so each count is read after the processes
+stopped (drain) or after a pause that lets every backend report (burst, latency). CPU ms per
+delivery is read from /proc (PostgreSQL counts only the backends connected to the benchmark
+database). Everything shares 2 cores with other work: read the load average.
 `;
 
 /** The newest result of each database among the webhook results in `dir`. */
@@ -317,7 +519,15 @@ export async function latestWebhookResults(dir: string, files: string[]): Promis
 }
 
 export function renderSection(results: WebhookRunResult[], analysis: string): string {
-  return [METHOD, ...results.map(renderRun), analysis.trim()].filter(Boolean).join('\n\n');
+  const pgReference = results.find((r) => r.db === 'postgres')?.reference ?? null;
+  return [
+    METHOD,
+    renderSummary(results),
+    ...results.map((r) => renderRun(r, r.reference ?? pgReference)),
+    analysis.trim(),
+  ]
+    .filter(Boolean)
+    .join('\n\n');
 }
 
 /** Where the "## Webhook delivery" section of BENCHMARKS.md lies (up to the next "## "), if it is there. */

@@ -5,6 +5,7 @@
 import { loadConfig } from '../config.js';
 import { createMetrics } from '../http/metrics.js';
 import { createLogger } from '../logger.js';
+import { LOCAL_SERVER } from '../openapi/document.js';
 import type { Deps } from './deps.js';
 import { buildPublicApp, PUBLIC_PREFIX } from './public.js';
 
@@ -35,7 +36,12 @@ export async function generatedDocument(): Promise<string> {
   };
   const app = await buildPublicApp(deps);
   try {
-    const res = await app.inject({ method: 'GET', url: `${PUBLIC_PREFIX}/openapi.json` });
+    // As the server of a local `npm start` serves it: the server url's defaults are its own.
+    const res = await app.inject({
+      method: 'GET',
+      url: `${PUBLIC_PREFIX}/openapi.json`,
+      headers: { host: LOCAL_SERVER.host },
+    });
     if (res.statusCode !== 200) throw new Error(`GET openapi.json answered ${res.statusCode}: ${res.body}`);
     return `${JSON.stringify(JSON.parse(res.body), null, 2)}\n`;
   } finally {

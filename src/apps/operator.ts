@@ -1,6 +1,7 @@
 // The operator API: the platform's side. Its own listener (127.0.0.1 by default), one bearer token.
 import { AppError } from '../http/errors.js';
 import { type App, createHttpApp } from '../http/kit.js';
+import { deliveryRoutes } from '../operator/deliveries.js';
 import { feedRoutes } from '../operator/feed/routes.js';
 import { integrationRoutes } from '../operator/integrations.js';
 import { organizationRoutes } from '../operator/organizations.js';
@@ -31,6 +32,7 @@ export async function buildOperatorApp(deps: Deps, token: string): Promise<App> 
       organizationRoutes(scoped, deps);
       integrationRoutes(scoped, deps);
       feedRoutes(scoped, deps);
+      deliveryRoutes(scoped, deps);
     },
     { prefix: OPERATOR_PREFIX },
   );

@@ -11,6 +11,7 @@ import { type App, createHttpApp } from '../http/kit.js';
 import { collectRoutes } from '../openapi/collect.js';
 import { referenceRoutes } from '../openapi/reference.js';
 import { openapiRoutes } from '../openapi/routes.js';
+import { targetPolicy } from '../security/url-guard.js';
 import type { Deps } from './deps.js';
 
 export const PUBLIC_PREFIX = '/api/v1';
@@ -55,7 +56,7 @@ export async function buildPublicApp(deps: Deps): Promise<App> {
         limiter: deps.limiter,
         secrets: deps.secrets,
         targets: {
-          policy: { allowPrivateTargets: deps.config.webhooks.allowPrivateTargets },
+          policy: targetPolicy(deps.config.webhooks),
           resolve: deps.resolve,
         },
       });

@@ -87,6 +87,10 @@ export function createPostgresDb(options: PostgresOptions): Db {
     },
     async tx<T>(fn: (q: Queryable) => Promise<T>) {
       const client = await pool.connect();
+      // A connection lost while the transaction waits on our code (a database restart) is an
+      // 'error' event on the checked-out client: it must fail the transaction, not the process.
+      const lost = (error: Error) => options.onIdleError?.(error);
+      client.on('error', lost);
       let result: T;
       try {
         await client.query('BEGIN');
@@ -107,16 +111,18 @@ export function createPostgresDb(options: PostgresOptions): Db {
           () => undefined,
           (rollbackError: Error) => rollbackError,
         );
+        client.off('error', lost);
         client.release(broken);
         throw error;
       }
+      client.off('error', lost);
       client.release();
       return result;
     },
     async exec(sql: string) {
       await pool.query(sql);
     },
-    listen: (channel, onNotify) => listenOnServer(options.url, channel, onNotify),
+    listen: (channel, onNotify) => listenOnServer(options.url, channel, onNotify, options.schema),
     async close() {
       await pool.end();
     },
@@ -125,11 +131,16 @@ export function createPostgresDb(options: PostgresOptions): Db {
 
 const RELISTEN_MS = 1000;
 
-/** A connection of its own, outside the pool, that holds the LISTEN and comes back when lost. */
+/**
+ * A connection of its own, outside the pool, that holds the LISTEN and comes back when lost.
+ * Notifications carry the schema they were sent from (`current_schema()`): channels are shared by
+ * the whole database, so a service kept in a schema of its own wakes only for its own work.
+ */
 async function listenOnServer(
   url: string,
   channel: string,
   onNotify: () => void,
+  schema?: string,
 ): Promise<() => Promise<void>> {
   let client: pg.Client | null = null;
   let stopped = false;
@@ -138,7 +149,9 @@ async function listenOnServer(
     if (stopped) return;
     const c = new pg.Client({ connectionString: url });
     c.on('notification', (message) => {
-      if (message.channel === channel) onNotify();
+      if (message.channel !== channel) return;
+      if (schema && message.payload && message.payload !== schema) return;
+      onNotify();
     });
     const retry = () => {
       if (client === c) client = null;

@@ -2,7 +2,7 @@
 // the read API, for the receiving organization's role and the integration's scopes at the moment
 // of the attempt. The booking is the snapshot the trigger took with the change, so `changes`,
 // `previous_status` and `data` describe the same moment.
-import { type BookingRow, bookingView } from '../api/bookings/view.js';
+import { type BookingRow, bookingView } from '../domain/booking-view.js';
 import type { AttemptContext } from './store.js';
 
 const toDate = (v: unknown) => (typeof v === 'string' ? new Date(v) : null);

@@ -7,6 +7,7 @@ export interface DeliveryMetrics {
   attempts: Counter<'outcome'>;
   lag: Histogram;
   disabled: Counter;
+  claims: Counter;
 }
 
 const made = new WeakMap<Registry, DeliveryMetrics>();
@@ -43,7 +44,12 @@ export function createDeliveryMetrics(registry: Registry, db: Queryable): Delive
     }),
     disabled: new Counter({
       name: 'svc_webhooks_disabled_total',
-      help: 'Webhooks deactivated after 100 consecutive failures.',
+      help: 'Webhooks deactivated after 100 deliveries in a row ended dead.',
+      registers: [registry],
+    }),
+    claims: new Counter({
+      name: 'svc_webhook_claims_total',
+      help: 'Claim statements run by the workers of this process (each claims a batch of deliveries, or none).',
       registers: [registry],
     }),
   };

@@ -50,7 +50,7 @@ async function publishBatch(
     ]);
     if (!got?.ok) return null;
   }
-  const pending = await q.query<Pending>('SELECT id FROM event_outbox ORDER BY occurred_at, id LIMIT $1', [
+  const pending = await q.query<Pending>('SELECT id FROM event_outbox ORDER BY seq LIMIT $1', [
     PUBLISH_BATCH,
   ]);
   if (pending.length === 0) return { events: 0, deliveries: 0 };
@@ -99,7 +99,7 @@ async function publishBatch(
        WHERE o.booking IS NOT NULL AND m.event_id = ANY ($3::uuid[])`,
       [outboxIds, eventIds, [...new Set(fanned.map((f) => f.event_id))]],
     );
-    await q.query("SELECT pg_notify('svc_deliveries', '')");
+    await q.query("SELECT pg_notify('svc_deliveries', current_schema())");
   }
   await q.query('DELETE FROM event_outbox WHERE id = ANY ($1::uuid[])', [outboxIds]);
   return { events: pending.length, deliveries: fanned.length };
@@ -129,4 +129,55 @@ export async function publishEvents(db: Db, options: { wait?: boolean } = {}): P
     total.deliveries += batch.deliveries;
     if (batch.events < PUBLISH_BATCH) return total;
   }
+}
+
+interface Shared {
+  /** The publish under way, if any. */
+  running: Promise<void> | null;
+  /** The publish that will start when it ends, shared by every writer that committed meanwhile. */
+  next: Promise<void> | null;
+  lastCall: number;
+}
+const shared = new WeakMap<Db, Shared>();
+
+/**
+ * Publishes what a writer has just committed, off its transaction and shared with every other
+ * writer of this process: one publish runs at a time, and the writers that commit while it runs
+ * all wait for the next one, which covers them together. It resolves once a publish that started
+ * after the caller's commit has ended, so an answer given after it still implies that the write's
+ * events are in the log (a publisher of another process may have published them first: the log
+ * is the same). Under load, one publish serves a whole batch of writes instead of each write
+ * queueing on the publisher's lock in turn.
+ */
+export function publishCommitted(db: Db): Promise<void> {
+  let s = shared.get(db);
+  if (!s) {
+    s = { running: null, next: null, lastCall: 0 };
+    shared.set(db, s);
+  }
+  s.lastCall = Date.now();
+  if (s.next) return s.next;
+  const state = s;
+  const next: Promise<void> = (state.running ?? Promise.resolve())
+    .catch(() => {})
+    .then(async () => {
+      state.next = null;
+      state.running = next;
+      try {
+        await publishEvents(db);
+      } finally {
+        if (state.running === next) state.running = null;
+      }
+    });
+  state.next = next;
+  return next;
+}
+
+/**
+ * Whether this process's writers publish their own events (they did within the last second): the
+ * worker beside them then leaves the outbox to them, and only polls it.
+ */
+export function publishingForWriters(db: Db): boolean {
+  const s = shared.get(db);
+  return s !== undefined && Date.now() - s.lastCall < 1000;
 }

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
 import { after, before, beforeEach, test } from 'node:test';
 import { type Receiver, startReceiver } from '../../test/support/https-receiver.js';
 import type { Address, Resolver } from '../security/url-guard.js';
-import { type Attempt, createSender, pinnedLookup, type SenderOptions } from './send.js';
+import { type Attempt, createSender, judgedStatus, pinnedLookup, type SenderOptions } from './send.js';
 
 const lax = { allowPrivateTargets: true };
 // localhost pinned to the address the receiver listens on, whatever the machine's hosts file says.
@@ -88,6 +89,90 @@ test('a large answer is not read beyond the first KiB', async () => {
   const failed = await sender().send(attempt());
   assert.equal(failed.status, 422, String(failed.error));
   assert.equal(failed.error, `HTTP 422: ${'z'.repeat(200)}…`);
+});
+
+/** Writes one byte every `everyMs` until the connection closes. */
+function trickle(res: ServerResponse, everyMs: number) {
+  const timer = setInterval(() => res.write('.'), everyMs);
+  res.on('close', () => clearInterval(timer));
+}
+
+test('a 200 whose answer trickles past the time-out is a failure, recorded with its status', async () => {
+  receiver.respond(() => ({
+    custom: (res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      trickle(res, 40);
+    },
+  }));
+  const result = await sender({ timeoutMs: 400 }).send(attempt());
+  assert.equal(result.status, 200);
+  assert.equal(result.partial, true);
+  assert.equal(result.error, 'respuesta 200 incompleta: tiempo de espera agotado (400 ms)');
+  assert.equal(judgedStatus(result), null, 'not a success for the retry policy');
+  assert.ok(result.durationMs >= 380 && result.durationMs < 3_000, `${result.durationMs} ms`);
+});
+
+test('a 200 with a declared length and a reset before the end is a failure, recorded with its status', async () => {
+  receiver.respond(() => ({
+    custom: (res, reset) => {
+      res.writeHead(200, { 'content-length': '1000' });
+      res.write('x'.repeat(10));
+      setTimeout(reset, 30);
+    },
+  }));
+  const result = await sender().send(attempt());
+  assert.equal(result.status, 200);
+  assert.equal(result.partial, true);
+  assert.match(String(result.error), /^respuesta 200 incompleta: /);
+  assert.equal(judgedStatus(result), null);
+});
+
+test('a complete 2xx is judged by its status; a cut answer of another status keeps its status', async () => {
+  const ok = await sender().send(attempt());
+  assert.equal(judgedStatus(ok), 200);
+  receiver.respond(() => ({
+    custom: (res) => {
+      res.writeHead(503, { 'content-type': 'text/plain' });
+      res.write('busy');
+      trickle(res, 40);
+    },
+  }));
+  const cutShort = await sender({ timeoutMs: 300 }).send(attempt());
+  assert.equal(cutShort.status, 503);
+  assert.equal(cutShort.partial, undefined);
+  assert.equal(judgedStatus(cutShort), 503);
+  assert.match(String(cutShort.error), /^HTTP 503: busy/);
+});
+
+test('an answer of several MB is read only to 1 MiB, keeping the first KiB', async () => {
+  receiver.respond(() => ({ status: 200, body: 'y'.repeat(5_000_000) }));
+  const result = await sender().send(attempt());
+  assert.deepEqual([result.status, result.error, result.partial], [200, null, undefined]);
+});
+
+test('eight answers of 5 MB at once: what the sender holds stays far below their size', async (ctx) => {
+  const big = Buffer.alloc(5 * 1024 * 1024, 'y');
+  receiver.respond(() => ({
+    custom: (res) => {
+      res.writeHead(200, { 'content-length': String(big.length) });
+      res.end(big);
+    },
+  }));
+  const base = process.memoryUsage().arrayBuffers;
+  let peak = 0;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage().arrayBuffers - base);
+  }, 2);
+  try {
+    const s = sender();
+    const results = await Promise.all(Array.from({ length: 8 }, () => s.send(attempt())));
+    for (const r of results) assert.deepEqual([r.status, r.error], [200, null]);
+  } finally {
+    clearInterval(sampler);
+  }
+  ctx.diagnostic(`peak growth of array buffers: ${(peak / 1024 / 1024).toFixed(1)} MiB for 40 MiB answered`);
+  // Reading them whole would hold 40 MiB; keeping even the 1 MiB read of each, 8 MiB.
+  assert.ok(peak < 4 * 1024 * 1024, `${peak} bytes`);
 });
 
 test('a redirect is not followed', async () => {
@@ -218,7 +303,7 @@ test('a lookup for a host that was not vetted fails instead of resolving', async
   assert.equal(wrongFamily.err.code, 'ENOTFOUND');
 });
 
-test('the system resolver works end to end for localhost', async () => {
+test('the default resolver answers localhost without DNS, end to end', async () => {
   const result = await sender({ resolve: undefined }).send(attempt());
   assert.equal(result.status, 200);
 });

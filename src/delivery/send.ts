@@ -14,8 +14,8 @@ import { createSecureContext, rootCertificates } from 'node:tls';
 import { Agent, request } from 'undici';
 import {
   type Address,
+  defaultResolver,
   type Resolver,
-  systemResolver,
   type TargetPolicy,
   type TargetRefusal,
   TargetRefused,
@@ -41,8 +41,10 @@ export interface Attempt {
 export interface AttemptResult {
   /** HTTP status, or null on time-out, network error or refused target */
   status: number | null;
-  /** null only on 2xx; otherwise short text (<= 500 chars) */
+  /** null only on success (a 2xx whose answer completed); otherwise short text (<= 500 chars) */
   error: string | null;
+  /** A 2xx whose answer was cut (time-out, reset) before its end: a failure despite its status. */
+  partial?: true;
   durationMs: number;
   /** the refusal when the target was refused before connecting */
   refused?: TargetRefusal;
@@ -58,13 +60,16 @@ const MAX_ERROR_CHARS = 500;
 const MAX_SNIPPET_CHARS = 200;
 // Enough to explain a failure; a receiver must not make us download (or buffer) a large answer.
 const MAX_BODY_BYTES = 1024;
+// An answer is read to its end to know it completed, keeping only the first KiB; past this much it
+// is not read further (the connection is closed) and its status decides.
+const MAX_READ_BYTES = 1024 * 1024;
 // Hostnames whose vetted addresses are remembered for the pinned lookup; the oldest is forgotten.
 const MAX_PINNED_HOSTS = 1000;
 
 class DeadlineExceeded extends Error {}
 
 export function createSender(options: SenderOptions): Sender {
-  const { policy, resolve = systemResolver, timeoutMs } = options;
+  const { policy, resolve = defaultResolver, timeoutMs } = options;
   const pinned = new Map<string, Address[]>();
   const agent = new Agent({
     connections: options.connections ?? null,
@@ -119,10 +124,23 @@ export function createSender(options: SenderOptions): Sender {
         headers: { ...withoutContentLength(attempt.headers), 'content-length': String(body.length) },
         body,
       });
-      // Once the status has arrived it decides the outcome: a body cut short by the time-out or a
-      // network error only shortens the snippet (after a 2xx the receiver has already accepted).
-      const snippet = await readSnippet(response.body);
+      // A 2xx is a success only once its answer has ended: one cut by the time-out or a reset is
+      // a failure, recorded with its status. For any other status the cut only shortens the snippet.
+      const { snippet, complete, failure } = await readAnswer(response.body);
       const status = response.statusCode;
+      if (!complete && status >= 200 && status < 300) {
+        const timedOut = controller.signal.aborted;
+        const why =
+          failure === undefined && !timedOut
+            ? 'el destino cerró la conexión antes del final'
+            : describeFailure(failure, timedOut, timeoutMs, hostname);
+        return {
+          status,
+          error: cut(`respuesta ${status} incompleta: ${why}`),
+          partial: true,
+          durationMs: elapsed(),
+        };
+      }
       return {
         status,
         error: describeStatus(status, response.headers.location, snippet),
@@ -152,6 +170,9 @@ export function createSender(options: SenderOptions): Sender {
   // Attempts still open when the worker hands its deliveries back are cut, not waited for.
   return { send, close: () => agent.destroy() };
 }
+
+/** The status the retry policy judges: none for a 2xx that did not complete (so it is not a success). */
+export const judgedStatus = (result: AttemptResult): number | null => (result.partial ? null : result.status);
 
 /** Answers the socket's lookup from the vetted addresses only; an unknown host fails, it is never resolved. */
 export function pinnedLookup(pinned: ReadonlyMap<string, readonly Address[]>): LookupFunction {
@@ -189,23 +210,41 @@ function withoutContentLength(headers: Record<string, string>): Record<string, s
   );
 }
 
-/** The first KiB of the body, then the stream is destroyed; errors while reading just end the snippet. */
-function readSnippet(body: Readable): Promise<Buffer> {
+interface Answer {
+  /** The first KiB. */
+  snippet: Buffer;
+  /** The body reached its end, or MAX_READ_BYTES of it were read. */
+  complete: boolean;
+  /** Why it did not complete. */
+  failure?: unknown;
+}
+
+/** Reads the body to its end (or MAX_READ_BYTES), keeping the first KiB: memory stays bounded. */
+function readAnswer(body: Readable): Promise<Answer> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
-    let size = 0;
-    const finish = () => resolve(Buffer.concat(chunks).subarray(0, MAX_BODY_BYTES));
+    let kept = 0;
+    let read = 0;
+    let settled = false;
+    const finish = (complete: boolean, failure?: unknown) => {
+      if (settled) return;
+      settled = true;
+      resolve({ snippet: Buffer.concat(chunks).subarray(0, MAX_BODY_BYTES), complete, failure });
+    };
     body.on('data', (chunk: Buffer) => {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size >= MAX_BODY_BYTES) {
-        finish();
+      read += chunk.length;
+      if (kept < MAX_BODY_BYTES) {
+        chunks.push(chunk);
+        kept += chunk.length;
+      }
+      if (read >= MAX_READ_BYTES) {
+        finish(true);
         body.destroy();
       }
     });
-    body.on('end', finish);
-    body.on('error', finish);
-    body.on('close', finish);
+    body.on('end', () => finish(true));
+    body.on('error', (error) => finish(false, error));
+    body.on('close', () => finish(false));
   });
 }
 

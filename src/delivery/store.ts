@@ -1,7 +1,7 @@
 // SQL of the delivery engine. Every statement is short: a worker claims deliveries and commits,
 // makes its HTTP attempts with no transaction open, then records each outcome in one statement.
 import type { Queryable } from '../db/db.js';
-import { CONSECUTIVE_FAILURES_TO_DISABLE } from './policy.js';
+import { CONSECUTIVE_FAILURES_TO_DISABLE, MAX_ATTEMPTS } from './policy.js';
 
 /** Everything one attempt needs, read at the claim (scopes and url may change between attempts). */
 export interface AttemptContext {
@@ -29,66 +29,115 @@ export interface Claimed extends AttemptContext {
   webhook_id: string;
   event_id: string;
   attempt: number;
+  /** The attempt a replay started again from: the retry schedule counts from here. */
+  replayed_from: number;
   lease_token: string;
 }
 
 /**
- * Claims up to `take` due deliveries, at most `perWebhook` in flight for any webhook counting
- * those other workers hold, oldest due first, and returns each with what its attempt needs (one
- * statement per batch, not one per delivery). SKIP LOCKED lets workers claim side by side; the
- * status and due time are checked again on the locked row, so a row another worker has just
- * claimed is never taken twice. The attempt number is counted here: an attempt whose worker dies
- * still counts, and the next one carries a higher number.
+ * Claims up to `take` due deliveries and returns each with what its attempt needs, in one
+ * statement. Fair by construction:
+ * - it walks the webhooks that have waiting deliveries (a skip scan of the queue index, one probe
+ *   per webhook, however deep any backlog is) and takes from each only its oldest due rows, up to
+ *   what the per-webhook bound leaves free counting the attempts other workers hold; so a webhook
+ *   with thousands of due rows offers no more candidates than one with a single row;
+ * - the candidates are then taken in turns across organizations: every organization's first
+ *   candidate before any organization's second.
+ * SKIP LOCKED lets workers claim side by side; status and due time are checked again on the
+ * locked row, so a delivery another worker has just claimed is never taken twice. The attempt
+ * number is counted here: an attempt whose worker dies still counts.
+ * `ending` names this worker's deliveries whose outcome is being written at the same moment: their
+ * slots count as free.
  */
 const CLAIM_SQL = `
-  WITH due AS (
-    SELECT id, webhook_id, next_retry_at FROM webhook_deliveries
-    WHERE status IN ('pending', 'failed') AND next_retry_at <= now()
-    ORDER BY next_retry_at LIMIT $1 * 4
+  WITH RECURSIVE hooks AS (
+    (SELECT webhook_id FROM webhook_deliveries
+     WHERE status IN ('pending', 'failed') ORDER BY webhook_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT d.webhook_id FROM webhook_deliveries d
+            WHERE d.status IN ('pending', 'failed') AND d.webhook_id > h.webhook_id
+            ORDER BY d.webhook_id LIMIT 1)
+    FROM hooks h WHERE h.webhook_id IS NOT NULL
   ), busy AS (
     SELECT webhook_id, count(*) AS n FROM webhook_deliveries
-    WHERE status = 'delivering' AND webhook_id IN (SELECT webhook_id FROM due)
+    WHERE status = 'delivering' AND id <> ALL ($5::uuid[])
     GROUP BY webhook_id
-  ), ranked AS (
-    SELECT d.id, d.next_retry_at,
-           row_number() OVER (PARTITION BY d.webhook_id ORDER BY d.next_retry_at, d.id) + coalesce(b.n, 0) AS slot
-    FROM due d LEFT JOIN busy b ON b.webhook_id = d.webhook_id
+  ), candidates AS (
+    SELECT x.id, x.next_retry_at, x.event_id, w.organization_id,
+           row_number() OVER (PARTITION BY w.organization_id ORDER BY x.k, x.next_retry_at, x.event_id) AS turn
+    FROM hooks h
+    JOIN webhooks w ON w.id = h.webhook_id
+    LEFT JOIN busy b ON b.webhook_id = h.webhook_id
+    CROSS JOIN LATERAL (
+      SELECT d.id, d.next_retry_at, d.event_id,
+             row_number() OVER (ORDER BY d.next_retry_at, d.event_id) AS k
+      FROM webhook_deliveries d
+      WHERE d.webhook_id = h.webhook_id AND d.status IN ('pending', 'failed') AND d.next_retry_at <= now()
+      ORDER BY d.next_retry_at, d.event_id
+      LIMIT greatest($2 - coalesce(b.n, 0), 0)
+    ) x
   ), picked AS (
-    SELECT w.id FROM webhook_deliveries w JOIN ranked r ON r.id = w.id
-    WHERE r.slot <= $2 AND w.status IN ('pending', 'failed') AND w.next_retry_at <= now()
-    ORDER BY r.next_retry_at LIMIT $1
+    SELECT w.id FROM webhook_deliveries w JOIN candidates c ON c.id = w.id
+    WHERE w.status IN ('pending', 'failed') AND w.next_retry_at <= now()
+    ORDER BY c.turn, c.next_retry_at, c.event_id LIMIT $1
     FOR UPDATE OF w SKIP LOCKED
   ), claimed AS (
     UPDATE webhook_deliveries d
     SET status = 'delivering', attempt = d.attempt + 1, lease_token = $3,
         lease_until = now() + make_interval(secs => $4::float8 / 1000)
     FROM picked WHERE d.id = picked.id
-    RETURNING d.id, d.webhook_id, d.event_id, d.attempt, d.lease_token
+    RETURNING d.id, d.webhook_id, d.event_id, d.attempt, d.replayed_from, d.lease_token
+  ), got AS (
+    SELECT c.id, c.webhook_id, c.event_id, c.attempt, c.replayed_from, c.lease_token,
+           w.active AS webhook_active, w.url, w.secret, w.previous_secret,
+           coalesce(w.previous_secret_until > now(), false) AS previous_valid,
+           i.status = 'active' AS integration_active, i.scopes,
+           e.organization_id, o.webhooks_enabled AND o.api_enabled AS webhooks_enabled,
+           e.type AS event_type, e.created_at AS event_created_at, e.resource_type, e.resource_id,
+           e.changes, e.previous_status, p.booking,
+           (SELECT x.external_id FROM booking_external_ids x
+            WHERE x.integration_id = i.id AND x.booking_id = e.resource_id) AS link_external_id
+    FROM claimed c
+    JOIN webhooks w ON w.id = c.webhook_id
+    JOIN integrations i ON i.id = w.integration_id
+    JOIN events e ON e.id = c.event_id
+    JOIN organizations o ON o.id = e.organization_id
+    LEFT JOIN event_payloads p ON p.event_id = e.id
   )
-  SELECT c.id, c.webhook_id, c.event_id, c.attempt, c.lease_token,
-         w.active AS webhook_active, w.url, w.secret, w.previous_secret,
-         coalesce(w.previous_secret_until > now(), false) AS previous_valid,
-         i.status = 'active' AS integration_active, i.scopes,
-         e.organization_id, o.webhooks_enabled AND o.api_enabled AS webhooks_enabled,
-         e.type AS event_type, e.created_at AS event_created_at, e.resource_type, e.resource_id,
-         e.changes, e.previous_status, p.booking,
-         (SELECT x.external_id FROM booking_external_ids x
-          WHERE x.integration_id = i.id AND x.booking_id = e.resource_id) AS link_external_id
-  FROM claimed c
-  JOIN webhooks w ON w.id = c.webhook_id
-  JOIN integrations i ON i.id = w.integration_id
-  JOIN events e ON e.id = c.event_id
-  JOIN organizations o ON o.id = e.organization_id
-  LEFT JOIN event_payloads p ON p.event_id = e.id`;
+  -- One row at least: with nothing claimed, it carries only when the next delivery falls due
+  -- (rows already due are left out: they wait for a slot of their webhook, and a freed slot wakes
+  -- its worker).
+  SELECT got.*,
+         (SELECT ceil(extract(epoch FROM (min(next_retry_at) - now())) * 1000)::int8
+          FROM webhook_deliveries WHERE status IN ('pending', 'failed') AND next_retry_at > now()) AS next_due_ms
+  FROM (SELECT 1) AS one LEFT JOIN got ON true`;
 
-export function claimDeliveries(
+export interface ClaimResult {
+  claimed: Claimed[];
+  /** Milliseconds until the next delivery not yet due falls due, by the database's clock; null if none. */
+  nextDueMs: number | null;
+}
+
+export async function claimDeliveries(
   q: Queryable,
   take: number,
   perWebhook: number,
   leaseToken: string,
   leaseMs: number,
-): Promise<Claimed[]> {
-  return q.query<Claimed>(CLAIM_SQL, [take, perWebhook, leaseToken, leaseMs]);
+  ending: readonly string[] = [],
+): Promise<ClaimResult> {
+  const rows = await q.query<Claimed & { next_due_ms: string | number | null }>(CLAIM_SQL, [
+    take,
+    perWebhook,
+    leaseToken,
+    leaseMs,
+    ending,
+  ]);
+  const due = rows[0]?.next_due_ms;
+  return {
+    claimed: rows.filter((r) => r.id !== null),
+    nextDueMs: due === null || due === undefined ? null : Math.max(0, Number(due)),
+  };
 }
 
 /**
@@ -116,72 +165,101 @@ export interface Recorded {
   httpStatus: number | null;
   error: string | null;
   durationMs: number;
-  /** False when the attempt was never made (nothing to count against the webhook). */
+  /**
+   * False when no attempt reached the receiver because of us or of the webhook's own state (the
+   * webhook or integration inactive, a failure inside the service): the attempt number is given
+   * back and the webhook's failure count is left alone.
+   */
   counts: boolean;
 }
 
+export interface Outcome {
+  claimed: Pick<Claimed, 'id' | 'lease_token'>;
+  recorded: Recorded;
+}
+
+export interface Written {
+  /** Deliveries whose outcome was written (the others' lease had been lost). */
+  written: string[];
+  /** Webhooks this batch deactivated. */
+  disabled: string[];
+}
+
 /**
- * Records an attempt's outcome, only if this worker still holds the lease, in one statement. A
- * success resets the webhook's failure count; each failure adds one, and the hundredth in a row
- * deactivates it.
- * Returns whether the webhook was deactivated by this failure, or null when the lease was lost.
+ * Records a batch of outcomes in one statement, each only if this worker still holds its lease.
+ * The webhook's failure count is the number of deliveries in a row that ended dead: any success
+ * resets it, a retry in between changes nothing, and the hundredth dead delivery in a row
+ * deactivates the webhook. The outcomes of one webhook in the batch are counted in the order
+ * their attempts ended. Tests and deliveries to an inactive webhook never move the count.
  */
-export async function recordOutcome(
-  q: Queryable,
-  claimed: Pick<Claimed, 'id' | 'lease_token'>,
-  r: Recorded,
-): Promise<{ disabled: boolean } | null> {
-  const [row] = await q.query<{ disabled: boolean | null }>(
-    `WITH d AS (
-       UPDATE webhook_deliveries SET
-         status = $3, max_attempts = $4,
-         next_retry_at = CASE WHEN $5::float8 IS NULL THEN NULL ELSE now() + make_interval(secs => $5::float8 / 1000) END,
-         last_status = $6, last_error = $7, last_duration_ms = $8,
-         delivered_at = CASE WHEN $3 = 'succeeded' THEN now() ELSE delivered_at END,
-         -- An attempt never made (webhook inactive...) is not counted as one.
-         attempt = CASE WHEN $9 THEN attempt ELSE attempt - 1 END,
-         lease_until = NULL, lease_token = NULL
-       WHERE id = $1 AND lease_token = $2 AND status = 'delivering'
-       RETURNING webhook_id, event_id
-     ), p AS (
-       -- The last final delivery of an event drops the booking kept for its bodies. (The statement
-       -- sees this delivery as it was, so it is left out of the check.)
-       DELETE FROM event_payloads
-       WHERE $3 <> 'failed' AND event_id = (SELECT event_id FROM d)
-         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o
-                         WHERE o.event_id = event_payloads.event_id AND o.id <> $1
-                           AND o.status IN ('pending', 'delivering', 'failed'))
-     ), w AS (
-       UPDATE webhooks SET
-         consecutive_failures = CASE WHEN $3 = 'succeeded' THEN 0 ELSE consecutive_failures + 1 END,
-         active = active AND ($3 = 'succeeded' OR consecutive_failures + 1 < $10),
-         disabled_at = CASE WHEN active AND $3 <> 'succeeded' AND consecutive_failures + 1 >= $10
-                            THEN now() ELSE disabled_at END,
-         disabled_reason = CASE WHEN active AND $3 <> 'succeeded' AND consecutive_failures + 1 >= $10
-                                THEN 'consecutive_failures' ELSE disabled_reason END
-       -- A success with the count already at 0 changes nothing: the webhook row is not rewritten,
-       -- so deliveries of one webhook do not queue on its row lock.
-       WHERE id = (SELECT webhook_id FROM d) AND $9 AND ($3 <> 'succeeded' OR consecutive_failures <> 0)
-       -- The count grows by one per failure, so it equals the threshold exactly once per deactivation.
-       RETURNING (NOT active AND disabled_reason = 'consecutive_failures' AND consecutive_failures = $10)
-         AS disabled
-     )
-     SELECT (SELECT disabled FROM w) AS disabled FROM d`,
-    [
-      claimed.id,
-      claimed.lease_token,
-      r.status,
-      r.maxAttempts,
-      r.nextRetryInMs,
-      r.httpStatus,
-      r.error,
-      r.durationMs,
-      r.counts,
-      CONSECUTIVE_FAILURES_TO_DISABLE,
-    ],
-  );
-  if (!row) return null;
-  return { disabled: row.disabled === true };
+const RECORD_SQL = `
+  WITH r AS (
+    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int4[], $5::float8[], $6::int4[],
+                         $7::text[], $8::int4[], $9::bool[])
+      WITH ORDINALITY AS r(id, token, status, max_attempts, retry_ms, http_status, error, duration_ms, counts, ord)
+  ), d AS (
+    UPDATE webhook_deliveries w SET
+      status = r.status, max_attempts = r.max_attempts,
+      next_retry_at = CASE WHEN r.retry_ms IS NULL THEN NULL
+                           ELSE now() + make_interval(secs => r.retry_ms / 1000) END,
+      last_status = r.http_status, last_error = r.error, last_duration_ms = r.duration_ms,
+      delivered_at = CASE WHEN r.status = 'succeeded' THEN now() ELSE w.delivered_at END,
+      attempt = CASE WHEN r.counts THEN w.attempt ELSE w.attempt - 1 END,
+      lease_until = NULL, lease_token = NULL
+    FROM r
+    WHERE w.id = r.id AND w.lease_token = r.token AND w.status = 'delivering'
+    RETURNING w.id, w.webhook_id, w.event_id, w.event_type, r.status, r.counts, r.ord
+  ), p AS (
+    -- The last final delivery of an event drops the booking kept for its bodies. (The statement
+    -- sees the batch's deliveries as they were, so they are judged by their new state here.)
+    DELETE FROM event_payloads ep
+    WHERE ep.event_id IN (SELECT event_id FROM d WHERE status <> 'failed')
+      AND NOT EXISTS (SELECT 1 FROM d WHERE d.event_id = ep.event_id AND d.status = 'failed')
+      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o
+                      WHERE o.event_id = ep.event_id AND o.status IN ('pending', 'delivering', 'failed')
+                        AND o.id NOT IN (SELECT id FROM d))
+  ), marked AS (
+    SELECT webhook_id, status, ord,
+           max(ord) FILTER (WHERE status = 'succeeded') OVER (PARTITION BY webhook_id) AS last_ok
+    FROM d WHERE counts AND status <> 'failed' AND event_type <> 'webhook.test'
+  ), tally AS (
+    SELECT webhook_id, bool_or(last_ok IS NOT NULL) AS reset,
+           count(*) FILTER (WHERE status = 'dead' AND ord > coalesce(last_ok, 0))::int AS dead
+    FROM marked GROUP BY webhook_id
+  ), h AS (
+    UPDATE webhooks w SET
+      consecutive_failures = CASE WHEN t.reset THEN 0 ELSE w.consecutive_failures END + t.dead,
+      active = CASE WHEN t.reset THEN 0 ELSE w.consecutive_failures END + t.dead < $10,
+      disabled_at = CASE WHEN CASE WHEN t.reset THEN 0 ELSE w.consecutive_failures END + t.dead >= $10
+                         THEN now() ELSE w.disabled_at END,
+      disabled_reason = CASE WHEN CASE WHEN t.reset THEN 0 ELSE w.consecutive_failures END + t.dead >= $10
+                             THEN 'consecutive_failures' ELSE w.disabled_reason END
+    FROM tally t
+    -- An inactive webhook's count stays as it is; a count that does not change leaves the row alone,
+    -- so the deliveries of one webhook do not queue on its row lock.
+    WHERE w.id = t.webhook_id AND w.active
+      AND CASE WHEN t.reset THEN 0 ELSE w.consecutive_failures END + t.dead <> w.consecutive_failures
+    RETURNING w.id, w.active
+  )
+  SELECT coalesce((SELECT array_agg(id) FROM d), '{}') AS written,
+         coalesce((SELECT array_agg(id) FROM h WHERE NOT active), '{}') AS disabled`;
+
+export async function recordOutcomes(q: Queryable, batch: readonly Outcome[]): Promise<Written> {
+  if (batch.length === 0) return { written: [], disabled: [] };
+  const col = <T>(f: (o: Outcome) => T) => batch.map(f);
+  const [row] = await q.query<Written>(RECORD_SQL, [
+    col((o) => o.claimed.id),
+    col((o) => o.claimed.lease_token),
+    col((o) => o.recorded.status),
+    col((o) => o.recorded.maxAttempts),
+    col((o) => o.recorded.nextRetryInMs),
+    col((o) => o.recorded.httpStatus),
+    col((o) => o.recorded.error),
+    col((o) => o.recorded.durationMs),
+    col((o) => o.recorded.counts),
+    CONSECUTIVE_FAILURES_TO_DISABLE,
+  ]);
+  return { written: row?.written ?? [], disabled: row?.disabled ?? [] };
 }
 
 /** Booking snapshots that no unfinished delivery needs any more: personal data is not kept longer. */
@@ -196,18 +274,6 @@ export async function dropFinishedPayloads(q: Queryable, eventId?: string): Prom
     [eventId ?? null],
   );
   return rows.length;
-}
-
-/**
- * Milliseconds until the next delivery falls due, by the database's clock (workers on other hosts
- * may disagree with it), or null when none is queued.
- */
-export async function msUntilNextDue(q: Queryable): Promise<number | null> {
-  const [row] = await q.query<{ ms: number | null }>(
-    `SELECT ceil(extract(epoch FROM (min(next_retry_at) - now())) * 1000)::int8 AS ms
-     FROM webhook_deliveries WHERE status IN ('pending', 'failed')`,
-  );
-  return row?.ms === null || row?.ms === undefined ? null : Math.max(0, Number(row.ms));
 }
 
 /**
@@ -233,4 +299,46 @@ export function deliveryCounts(q: Queryable): Promise<{ status: string; n: numbe
     `SELECT status, count(*)::int AS n FROM webhook_deliveries
      WHERE status IN ('pending', 'delivering', 'failed') GROUP BY status`,
   );
+}
+
+export interface ReplayFilter {
+  webhookId: string;
+  since: Date;
+  until: Date | null;
+  limit: number;
+}
+
+/**
+ * An operator's replay: dead deliveries of one webhook, created in [since, until), queued again
+ * under their own ids, due now, in event order (event ids sort like the events). Each counts its
+ * attempts on from where it ended: `attempt` keeps growing, `max_attempts` becomes that plus the
+ * eight of the schedule, which starts over. The booking a body carries is the booking as it is at
+ * the replay (the snapshot taken with the change was dropped when the delivery ended); a booking
+ * deleted since is sent as `data: null`. Returns how many were queued.
+ */
+export async function replayDeadDeliveries(q: Queryable, f: ReplayFilter): Promise<number> {
+  const [row] = await q.query<{ n: number }>(
+    `WITH picked AS (
+       SELECT d.id, d.event_id FROM webhook_deliveries d
+       WHERE d.webhook_id = $1 AND d.status = 'dead'
+         AND d.created_at >= $2 AND ($3::timestamptz IS NULL OR d.created_at < $3)
+       ORDER BY d.event_id LIMIT $4
+     ), payloads AS (
+       INSERT INTO event_payloads (event_id, booking)
+       SELECT DISTINCT ON (e.id) e.id, booking_snapshot(b)
+       FROM picked p JOIN events e ON e.id = p.event_id JOIN bookings b ON b.id = e.resource_id
+       WHERE e.resource_type = 'booking'
+       ON CONFLICT (event_id) DO NOTHING
+     ), replayed AS (
+       UPDATE webhook_deliveries d SET
+         status = 'pending', next_retry_at = now(), replayed_from = d.attempt,
+         max_attempts = d.attempt + $5, lease_until = NULL, lease_token = NULL
+       FROM picked p WHERE d.id = p.id
+       RETURNING 1
+     )
+     SELECT count(*)::int AS n FROM replayed`,
+    [f.webhookId, f.since, f.until, f.limit, MAX_ATTEMPTS],
+  );
+  if ((row?.n ?? 0) > 0) await q.query("SELECT pg_notify('svc_deliveries', current_schema())");
+  return row?.n ?? 0;
 }

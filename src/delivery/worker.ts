@@ -1,10 +1,16 @@
-// The delivery worker: publishes committed events, claims due deliveries, makes each attempt with
-// no transaction open, and records the outcome. Any number of workers (processes, or one inside
-// `svc serve`) share one database; the claim decides who attempts what.
+// The delivery worker: publishes committed events, claims due deliveries in batches, makes each
+// attempt with no transaction open, and writes the outcomes in batches. Any number of workers
+// (processes, or one inside `svc serve`) share one database; the claim decides who attempts what.
 //
-// It wakes on NOTIFY (an event committed, a delivery queued, within milliseconds), when one of its
-// attempts ends, when the earliest retry falls due, and at the latest every POLL_MS, so a lost
-// notification costs at most that.
+// One loop does the database work, in rounds: publish what the outbox holds, write the outcomes of
+// the attempts that ended (gathered for SVC_WEBHOOK_BATCH_MS), and, side by side with that write,
+// claim as many deliveries as slots are free. So a busy worker spends two short statements on a
+// whole batch of deliveries, not two transactions on each.
+//
+// It wakes on NOTIFY (an event committed, a delivery queued, within milliseconds), when its
+// attempts end, when the earliest retry falls due, and at the latest every POLL_MS, so a lost
+// notification costs at most that. When nothing it could claim is due (every due delivery waits
+// for a slot of its webhook), it sleeps: it does not ask again until one of those wakes it.
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebhookConfig } from '../config.js';
@@ -13,23 +19,28 @@ import type { SecretBox } from '../security/secrets.js';
 import { deliveryBody } from './body.js';
 import type { DeliveryMetrics } from './metrics.js';
 import { MAX_ATTEMPTS, outcomeOf } from './policy.js';
-import { publishEvents } from './publish.js';
-import type { AttemptResult, Sender } from './send.js';
+import { publishEvents, publishingForWriters } from './publish.js';
+import { type AttemptResult, judgedStatus, type Sender } from './send.js';
 import { signatureHeader } from './signing.js';
 import {
   type AttemptContext,
   type Claimed,
   claimDeliveries,
   dropFinishedPayloads,
-  msUntilNextDue,
+  type Outcome,
   type Recorded,
-  recordOutcome,
+  recordOutcomes,
   releaseExpiredLeases,
   releaseLeases,
 } from './store.js';
 
 export const POLL_MS = 1000;
 const PUBLISH_RETRY_MS = 20;
+/** An outcome write that failed is tried again after this, doubling, up to WRITE_RETRY_MAX_MS. */
+const WRITE_RETRY_MS = 25;
+const WRITE_RETRY_MAX_MS = 1000;
+/** Outcomes are written until this long before their lease ends; after that the lease decides. */
+const LEASE_MARGIN_MS = 500;
 export const USER_AGENT = 'SVC-Webhooks/1';
 
 export interface WorkerDeps {
@@ -62,7 +73,10 @@ function notSendable(ctx: AttemptContext): string | null {
 
 export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   const { db, config, logger, metrics } = deps;
-  const inFlight = new Map<string, { claimed: Claimed; done: Promise<void> }>();
+  /** Attempts under way. */
+  const running = new Map<string, { claimed: Claimed; done: Promise<void> }>();
+  /** Attempts that ended, outcome not yet written; each with when its lease ends, by our clock. */
+  let ended: (Outcome & { leaseEndsAt: number })[] = [];
   let stopping = false;
   let signal: (() => void) | null = null;
   let pending = false;
@@ -82,11 +96,22 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       signal = null;
       pending = false;
     });
+  // Ended attempts are gathered for batchMs before the loop writes them.
+  let gathering: NodeJS.Timeout | null = null;
+  const gather = () => {
+    if (config.batchMs === 0) return wake();
+    gathering ??= setTimeout(() => {
+      gathering = null;
+      wake();
+    }, config.batchMs);
+  };
 
-  // The outbox is looked at when a commit announced an event, and on every poll besides.
+  // The outbox is looked at when a commit announced an event (unless the writers of this process
+  // publish their own), and on every poll besides.
   let outboxDirty = true;
   const unlisten = await Promise.all([
     db.listen('svc_outbox', () => {
+      if (publishingForWriters(db)) return;
       outboxDirty = true;
       wake();
     }),
@@ -101,56 +126,53 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     logger.error({ err: error }, what);
   };
 
-  async function attempt(claimed: Claimed): Promise<void> {
-    const started = performance.now();
-    let recorded: Recorded;
-    try {
-      const refusal = notSendable(claimed);
-      if (refusal) {
-        recorded = {
-          status: 'dead',
-          maxAttempts: MAX_ATTEMPTS,
-          nextRetryInMs: null,
-          httpStatus: null,
-          error: refusal,
-          durationMs: 0,
-          counts: false,
-        };
-      } else {
-        if (claimed.attempt === 1)
-          metrics?.lag.observe((Date.now() - claimed.event_created_at.getTime()) / 1000);
-        const result = await send(claimed);
-        const outcome = outcomeOf(claimed.attempt, result.status, config.retryGapsMs);
-        recorded = {
-          status: outcome.status,
-          maxAttempts: outcome.maxAttempts,
-          nextRetryInMs: outcome.status === 'failed' ? outcome.retryInMs : null,
-          httpStatus: result.status,
-          error: result.error,
-          durationMs: result.durationMs,
-          counts: true,
-        };
-      }
-    } catch (error) {
-      // Our own failure (database, a secret that does not open): retried like a failed attempt.
-      report(error, 'webhook attempt failed inside the service');
-      const outcome = outcomeOf(claimed.attempt, null, config.retryGapsMs);
-      recorded = {
-        status: outcome.status,
-        maxAttempts: outcome.maxAttempts,
-        nextRetryInMs: outcome.status === 'failed' ? outcome.retryInMs : null,
+  /** The retry schedule counts from the attempt a replay started again from. */
+  const outcomeFor = (claimed: Claimed, status: number | null) =>
+    outcomeOf(claimed.attempt - claimed.replayed_from, status, config.retryGapsMs);
+
+  async function attempt(claimed: Claimed): Promise<Recorded> {
+    const refusal = notSendable(claimed);
+    if (refusal) {
+      return {
+        status: 'dead',
+        maxAttempts: claimed.replayed_from + MAX_ATTEMPTS,
+        nextRetryInMs: null,
         httpStatus: null,
-        error: 'error interno del servicio al preparar el envío',
-        durationMs: Math.round(performance.now() - started),
-        counts: true,
+        error: refusal,
+        durationMs: 0,
+        counts: false,
       };
     }
-    const written = await recordOutcome(db, claimed, recorded);
-    metrics?.attempts.inc({ outcome: recorded.counts ? recorded.status : 'not_sent' });
-    if (written?.disabled) {
-      metrics?.disabled.inc();
-      logger.warn({ webhook: claimed.webhook_id }, 'webhook deactivated after 100 consecutive failures');
+    const started = performance.now();
+    let result: AttemptResult;
+    try {
+      if (claimed.attempt === claimed.replayed_from + 1 && claimed.replayed_from === 0)
+        metrics?.lag.observe((Date.now() - claimed.event_created_at.getTime()) / 1000);
+      result = await send(claimed);
+    } catch (error) {
+      // Our own failure (a secret that does not open, a bug): never the receiver's. The attempt
+      // is given back and tried again after the first gap, without counting against the webhook.
+      report(error, 'webhook attempt failed inside the service');
+      return {
+        status: 'failed',
+        maxAttempts: claimed.replayed_from + MAX_ATTEMPTS,
+        nextRetryInMs: config.retryGapsMs[0] ?? 30_000,
+        httpStatus: null,
+        error: 'error interno del servicio al preparar el envío; se reintentará',
+        durationMs: Math.round(performance.now() - started),
+        counts: false,
+      };
     }
+    const outcome = outcomeFor(claimed, judgedStatus(result));
+    return {
+      status: outcome.status,
+      maxAttempts: claimed.replayed_from + outcome.maxAttempts,
+      nextRetryInMs: outcome.status === 'failed' ? outcome.retryInMs : null,
+      httpStatus: result.status,
+      error: result.error,
+      durationMs: result.durationMs,
+      counts: true,
+    };
   }
 
   function send(claimed: Claimed): Promise<AttemptResult> {
@@ -176,14 +198,59 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     });
   }
 
-  function start(claimed: Claimed) {
+  function start(claimed: Claimed, leaseEndsAt: number) {
     const done = attempt(claimed)
-      .catch((error) => report(error, 'webhook outcome not recorded; the lease will return it to the queue'))
+      .then((recorded) => {
+        ended.push({ claimed, recorded, leaseEndsAt });
+      })
+      .catch((error) => report(error, 'webhook attempt failed; the lease will return it to the queue'))
       .finally(() => {
-        inFlight.delete(claimed.id);
-        wake();
+        running.delete(claimed.id);
+        gather();
       });
-    inFlight.set(claimed.id, { claimed, done });
+    running.set(claimed.id, { claimed, done });
+  }
+
+  let writeRetryMs = WRITE_RETRY_MS;
+  let writeRetryAt = 0;
+  /** When the earliest retry this worker wrote falls due (a claim that ran beside it missed it). */
+  let retryDueAt = Number.POSITIVE_INFINITY;
+
+  /**
+   * Writes a batch of outcomes. A failed write is tried again, with back-off, until shortly before
+   * the lease ends: once it has ended the delivery may be claimed again, and the lease (not this
+   * worker) decides. Only written outcomes are counted in the metrics.
+   */
+  async function write(batch: (Outcome & { leaseEndsAt: number })[]): Promise<void> {
+    if (batch.length === 0) return;
+    try {
+      const { written, disabled } = await recordOutcomes(db, batch);
+      writeRetryMs = WRITE_RETRY_MS;
+      const done = new Set(written);
+      for (const o of batch) {
+        if (!done.has(o.claimed.id)) continue;
+        metrics?.attempts.inc({ outcome: o.recorded.counts ? o.recorded.status : 'not_sent' });
+        if (o.recorded.nextRetryInMs !== null)
+          retryDueAt = Math.min(retryDueAt, Date.now() + o.recorded.nextRetryInMs);
+      }
+      for (const webhook of disabled) {
+        metrics?.disabled.inc();
+        logger.warn({ webhook }, 'webhook deactivated after 100 dead deliveries in a row');
+      }
+    } catch (error) {
+      report(error, 'webhook outcomes not written yet; trying again');
+      const now = Date.now();
+      const keep = batch.filter((o) => o.leaseEndsAt - LEASE_MARGIN_MS > now);
+      if (keep.length < batch.length) {
+        logger.warn(
+          { deliveries: batch.length - keep.length },
+          'webhook outcomes not written before their lease ends; the lease returns them to the queue',
+        );
+      }
+      ended = keep.concat(ended);
+      writeRetryAt = now + writeRetryMs;
+      writeRetryMs = Math.min(writeRetryMs * 2, WRITE_RETRY_MAX_MS);
+    }
   }
 
   const housekeepingEveryMs = Math.min(config.leaseMs / 2, 5000);
@@ -191,7 +258,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   let lastPublish = 0;
 
   async function round(): Promise<number> {
-    let retryPublishIn = POLL_MS;
+    let waitMs = POLL_MS;
     if (outboxDirty || Date.now() - lastPublish >= POLL_MS) {
       outboxDirty = false;
       lastPublish = Date.now();
@@ -199,7 +266,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       // looked for again shortly rather than queueing behind its lock.
       if ((await publishEvents(db, { wait: false })).busy) {
         outboxDirty = true;
-        retryPublishIn = PUBLISH_RETRY_MS;
+        waitMs = PUBLISH_RETRY_MS;
       }
     }
     if (Date.now() - lastHousekeeping >= housekeepingEveryMs) {
@@ -207,19 +274,35 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       await releaseExpiredLeases(db);
       await dropFinishedPayloads(db);
     }
-    const free = config.concurrency - inFlight.size;
-    if (free <= 0) return retryPublishIn;
-    const claimed = await claimDeliveries(
-      db,
-      free,
-      config.concurrencyPerWebhook,
-      randomUUID(),
-      config.leaseMs,
-    );
-    for (const c of claimed) start(c);
-    if (claimed.length === free) return 0;
-    const due = await msUntilNextDue(db);
-    return Math.min(retryPublishIn, Math.max(due ?? POLL_MS, 5));
+    const writable = Date.now() >= writeRetryAt;
+    const batch = writable ? ended.splice(0) : [];
+    if (!writable) waitMs = Math.min(waitMs, writeRetryAt - Date.now());
+    // The slots of the batch being written are free: the claim counts them so, here and in the
+    // per-webhook bound.
+    const free = stopping ? 0 : config.concurrency - running.size - ended.length;
+    const claimSentAt = Date.now();
+    if (free > 0) metrics?.claims.inc();
+    const [claim] = await Promise.all([
+      free > 0
+        ? claimDeliveries(
+            db,
+            free,
+            config.concurrencyPerWebhook,
+            randomUUID(),
+            config.leaseMs,
+            batch.map((o) => o.claimed.id),
+          )
+        : null,
+      write(batch),
+    ]);
+    if (ended.length > 0) waitMs = Math.min(waitMs, Math.max(writeRetryAt - Date.now(), 1));
+    if (!claim) return waitMs;
+    const leaseEndsAt = claimSentAt + config.leaseMs;
+    for (const c of claim.claimed) start(c, leaseEndsAt);
+    if (claim.claimed.length === free) return 0;
+    const retryIn = retryDueAt - Date.now();
+    retryDueAt = Number.POSITIVE_INFINITY;
+    return Math.min(waitMs, Math.max(Math.min(claim.nextDueMs ?? POLL_MS, retryIn), 1));
   }
 
   const loop = (async () => {
@@ -241,11 +324,15 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       wake();
       await loop;
       await Promise.all(unlisten.map((u) => u().catch(() => {})));
-      const all = Promise.all([...inFlight.values()].map((f) => f.done));
+      const all = Promise.all([...running.values()].map((f) => f.done));
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([all, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
       clearTimeout(timer);
-      const left = [...inFlight.values()].map((f) => f.claimed);
+      if (gathering) clearTimeout(gathering);
+      await write(ended.splice(0));
+      const left = [...running.values()]
+        .map((f) => f.claimed as Outcome['claimed'])
+        .concat(ended.map((o) => o.claimed));
       if (left.length > 0) {
         await releaseLeases(db, left).catch((error) => report(error, 'in-flight deliveries not released'));
         logger.warn({ deliveries: left.length }, 'in-flight deliveries handed back at shutdown');

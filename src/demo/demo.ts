@@ -1,8 +1,11 @@
 // The embedded demo: one organization with a catalogue and bookings (some received from a partner
-// through the exchange), one integration holding every scope, and a fresh key of the server's
-// environment (SVC_ENVIRONMENT: svc_live_ or svc_test_) on every start.
-// Keys are never stored in clear, so a restart revokes the previous demo key and prints a new one.
-import { chmod, mkdir, writeFile } from 'node:fs/promises';
+// through the exchange), one integration holding every scope, and a key of the server's
+// environment (SVC_ENVIRONMENT: svc_live_ or svc_test_).
+// The database keeps keys hashed only; the demo's key is also in data/demo.env (mode 600) for the
+// examples, and a restart on the same data directory keeps it while the database still knows it
+// (its hash, on the demo integration, not revoked, with the integration's scopes). Otherwise the
+// previous demo key is revoked and a new one issued.
+import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Config } from '../config.js';
 import type { Db } from '../db/db.js';
@@ -10,6 +13,7 @@ import { publishEvents } from '../delivery/publish.js';
 import type { IdentityCache } from '../http/auth.js';
 import { ACTIVE_SCOPES } from '../http/scopes.js';
 import { createApiKey } from '../operator/integrations.js';
+import { hashApiKey } from '../security/secrets.js';
 import { seedDemoData } from './data.js';
 
 export const DEMO_CODE = '100';
@@ -18,6 +22,8 @@ const DEMO_KEY_NAME = 'demo';
 export interface DemoAccess {
   organizationId: string;
   key: string;
+  /** The key of the previous start, still valid, rather than a new one. */
+  keptKey: boolean;
   bookingReference: string | null;
 }
 
@@ -27,7 +33,8 @@ export interface DemoDeps {
   identities: Pick<IdentityCache, 'clear'>;
 }
 
-export async function prepareDemo(deps: DemoDeps): Promise<DemoAccess> {
+/** `previousKey`: the key of an earlier start (data/demo.env), kept when it is still the demo's. */
+export async function prepareDemo(deps: DemoDeps, previousKey: string | null = null): Promise<DemoAccess> {
   const { db } = deps;
   // The organization and its data are written together: a failed seed leaves no empty demo.
   const organizationId = await db.tx(async (q) => {
@@ -58,6 +65,27 @@ export async function prepareDemo(deps: DemoDeps): Promise<DemoAccess> {
     );
   }
   const demoIntegration = integration as { id: string; scopes: string[] };
+  const [booking] = await db.query<{ reference: string }>(
+    `SELECT reference FROM bookings WHERE originator_organization_id = $1 ORDER BY created_at DESC LIMIT 1`,
+    [organizationId],
+  );
+  const bookingReference = booking?.reference ?? null;
+  if (previousKey !== null) {
+    const [kept] = await db.query<{ id: string }>(
+      `SELECT id FROM api_keys
+        WHERE secret_hash = $1 AND integration_id = $2 AND name = $3 AND environment = $4
+          AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
+          AND scopes @> $5::text[] AND scopes <@ $5::text[]`,
+      [
+        hashApiKey(previousKey),
+        demoIntegration.id,
+        DEMO_KEY_NAME,
+        deps.config.environment,
+        demoIntegration.scopes,
+      ],
+    );
+    if (kept) return { organizationId, key: previousKey, keptKey: true, bookingReference };
+  }
   await db.query(
     `UPDATE api_keys SET revoked_at = now() WHERE integration_id = $1 AND name = $2 AND revoked_at IS NULL`,
     [demoIntegration.id, DEMO_KEY_NAME],
@@ -68,18 +96,17 @@ export async function prepareDemo(deps: DemoDeps): Promise<DemoAccess> {
     scopes: demoIntegration.scopes as never,
     environment: deps.config.environment,
   });
-  const [booking] = await db.query<{ reference: string }>(
-    `SELECT reference FROM bookings WHERE originator_organization_id = $1 ORDER BY created_at DESC LIMIT 1`,
-    [organizationId],
-  );
-  return { organizationId, key: issued.key, bookingReference: booking?.reference ?? null };
+  return { organizationId, key: issued.key, keptKey: false, bookingReference };
 }
 
 export interface BannerInfo {
   baseUrl: string;
+  /** The address the public API listens on. */
+  host: string;
   operatorUrl: string;
   operatorToken: string | null;
   key: string;
+  keptKey: boolean;
   bookingReference: string | null;
   environment: 'live' | 'test';
   database: 'embedded' | 'PostgreSQL';
@@ -90,13 +117,28 @@ export interface BannerInfo {
   simulation: { rate: number; seed: number } | null;
 }
 
+/**
+ * The key written by an earlier start into `dataDir`/demo.env, or null: none, or a file others may
+ * read (mode 600 is how it is written; a key that may have been read by others is replaced).
+ */
+export async function readDemoKey(dataDir: string): Promise<string | null> {
+  const file = join(dataDir, 'demo.env');
+  try {
+    if (process.platform !== 'win32' && ((await stat(file)).mode & 0o077) !== 0) return null;
+    return /^SVC_API_KEY=(svc_(?:live|test)_[A-Za-z0-9]+)$/m.exec(await readFile(file, 'utf8'))?.[1] ?? null;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+}
+
 /** The demo's address and current key, for `node --env-file=… examples/…`; readable by the owner only. */
 export async function writeDemoEnv(dataDir: string, baseUrl: string, key: string): Promise<string> {
   await mkdir(dataDir, { recursive: true });
   const file = join(dataDir, 'demo.env');
   const text = [
-    '# Written by `svc serve --demo` at every start: the demo API and its current key (the previous one',
-    '# is revoked). For the examples: node --env-file=data/demo.env examples/webhook-receiver.mjs',
+    '# Written by `svc serve --demo` at every start: the demo API and its key, kept across restarts',
+    '# while it is valid. For the examples: node --env-file=data/demo.env examples/webhook-receiver.mjs',
     `SVC_BASE_URL=${baseUrl}`,
     `SVC_API_KEY=${key}`,
     '',
@@ -106,6 +148,8 @@ export async function writeDemoEnv(dataDir: string, baseUrl: string, key: string
   return file;
 }
 
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
+
 export function demoBanner(info: BannerInfo): string {
   const origin = new URL(info.baseUrl).origin;
   const auth = `-H "Authorization: Bearer ${info.key}"`;
@@ -113,7 +157,7 @@ export function demoBanner(info: BannerInfo): string {
     '',
     `SVC Integration API is running on ${info.database === 'embedded' ? 'its embedded database' : 'PostgreSQL'} (demo data).`,
     '',
-    `  API key (${info.environment}, every scope; a new one is printed on each start):`,
+    `  API key (${info.environment}, every scope; ${info.keptKey ? 'the one of the previous start' : 'new'}, kept in ${info.envFile ?? 'data/demo.env'} for the next starts):`,
     `    ${info.key}`,
     '',
     '  Try it:',
@@ -123,6 +167,11 @@ export function demoBanner(info: BannerInfo): string {
   if (info.bookingReference)
     lines.push(`    curl -s ${auth} ${info.baseUrl}/bookings/${info.bookingReference}`);
   lines.push('', `  API reference: ${origin}/docs`);
+  lines.push(
+    LOOPBACK.test(info.host)
+      ? `  Listening on ${info.host}: this machine only (SVC_HOST or --host to change).`
+      : `  Listening on ${info.host}: other machines can reach it, and the key has every scope.`,
+  );
   if (info.envFile) {
     lines.push('', '  Receive verified webhooks on this machine (in another terminal):');
     lines.push(`    node --env-file=${info.envFile} examples/webhook-receiver.mjs`);

@@ -8,16 +8,19 @@
 // AbortController alone, where an entry in a Map costs a tenth of a microsecond.
 import type { FastifyReply } from 'fastify';
 
-/** The error a request past its deadline is answered with (see the kit's error handler). */
-export class DeadlineExceeded extends Error {
+/**
+ * The error a request past its deadline is answered with (see the kit's error handler). Named
+ * apart from the delivery worker's own attempt time-out (src/delivery/send.ts), which is unrelated.
+ */
+export class RequestDeadlineExceeded extends Error {
   readonly code = 'SVC_DEADLINE_EXCEEDED';
   constructor(timeoutMs: number) {
     super(`request not answered within ${timeoutMs} ms`);
   }
 }
 
-export const isDeadlineExceeded = (error: unknown): error is DeadlineExceeded =>
-  error instanceof DeadlineExceeded;
+export const isDeadlineExceeded = (error: unknown): error is RequestDeadlineExceeded =>
+  error instanceof RequestDeadlineExceeded;
 
 /** How often the requests in flight are checked: each is answered at most this late. */
 const deadlineInterval = (timeoutMs: number) => Math.max(25, Math.min(500, Math.floor(timeoutMs / 20)));
@@ -25,6 +28,11 @@ const deadlineInterval = (timeoutMs: number) => Math.max(25, Math.min(500, Math.
 export interface Deadlines {
   /** The request of `reply` has arrived: its deadline starts now. */
   start(reply: FastifyReply): void;
+  /**
+   * Its answer has started on its way out (the first onSend hook): from now on a deadline cuts
+   * the connection, because the status and body are already chosen, though not yet written.
+   */
+  answering(reply: FastifyReply): void;
   /** Its answer is written (or its connection gone): forget it. */
   finish(reply: FastifyReply): void;
   /** Answers every request past its deadline; called by the timer, exposed for tests. */
@@ -39,14 +47,20 @@ export function createDeadlines(
   // Insertion order is deadline order (one time-out for all), so a check stops at the first
   // request still within its time.
   const inFlight = new Map<FastifyReply, number>();
+  // The requests among them whose answer is past the handler, in its onSend hooks. An async hook
+  // (the idempotency record) may still be writing when the deadline passes: answering then with
+  // an error would take the status while the hook's payload is sent after it (500 with the
+  // success body), and the error's own send would fail on headers already sent.
+  const answering = new Set<FastifyReply>();
   const check = (now = clock()) => {
     for (const [reply, deadline] of inFlight) {
       if (deadline > now) return;
       inFlight.delete(reply);
+      const started = answering.delete(reply);
       if (reply.sent || reply.raw.destroyed) continue;
-      const error = new DeadlineExceeded(timeoutMs);
+      const error = new RequestDeadlineExceeded(timeoutMs);
       // Too late for another status: the answer has started, so the connection is cut.
-      if (reply.raw.headersSent) reply.raw.destroy(error);
+      if (started || reply.raw.headersSent) reply.raw.destroy(error);
       else reply.send(error);
     }
   };
@@ -56,8 +70,12 @@ export function createDeadlines(
     start: (reply) => {
       inFlight.set(reply, clock() + timeoutMs);
     },
+    answering: (reply) => {
+      if (inFlight.has(reply)) answering.add(reply);
+    },
     finish: (reply) => {
       inFlight.delete(reply);
+      answering.delete(reply);
     },
     check,
     stop: () => clearInterval(timer),

@@ -256,7 +256,10 @@ export function createHttpApp(options: KitOptions): App {
     done(closing ? new AppError('unavailable') : undefined);
   });
 
+  // The first onSend hook of every answer (hooks of the routes run after it): the answer is
+  // chosen, so a deadline from here on cuts the connection instead of answering again.
   app.addHook('onSend', (_request, reply, payload, done) => {
+    deadlines?.answering(reply);
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });

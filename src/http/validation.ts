@@ -21,22 +21,42 @@ function makeAjv(coerce: boolean): Ajv {
 const bodyAjv = makeAjv(false);
 const paramAjv = makeAjv(true);
 
-/** Where the first NUL character sits in a value (keys included), as a JSON pointer; null if none. */
-function nulAt(value: unknown, path = ''): string | null {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const found = nulAt(value[i], `${path}/${i}`);
-      if (found !== null) return found;
-    }
-    return null;
-  }
-  if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) {
-      const here = `${path}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
-      if (key.includes('\u0000')) return here;
-      const found = nulAt(item, here);
-      if (found !== null) return found;
+/** One step of the walk below: a value, and the way back to the root for naming where it sits. */
+interface Step {
+  value: unknown;
+  key: string;
+  parent: Step | null;
+}
+
+const pointer = (step: Step | null): string => {
+  const keys: string[] = [];
+  for (let s = step; s?.parent; s = s.parent) keys.push(s.key.replace(/~/g, '~0').replace(/\//g, '~1'));
+  return keys.length === 0 ? '' : `/${keys.reverse().join('/')}`;
+};
+
+/**
+ * Where the first NUL character sits in a value (keys included), as a JSON pointer; null if none.
+ * The walk keeps its own stack: a body of a few kilobytes can nest arrays thousands deep, past
+ * what a recursive walk's call stack holds (which answered 500). Values are visited in document
+ * order, so the first NUL is the one named, at any depth.
+ */
+function nulAt(root: unknown): string | null {
+  const stack: Step[] = [{ value: root, key: '', parent: null }];
+  for (let step = stack.pop(); step !== undefined; step = stack.pop()) {
+    const { value } = step;
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) return pointer(step);
+    } else if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--)
+        stack.push({ value: value[i], key: String(i), parent: step });
+    } else if (value !== null && typeof value === 'object') {
+      const entries = Object.entries(value);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, item] = entries[i] as [string, unknown];
+        stack.push({ value: item, key, parent: step });
+        // The key itself, checked before its value: a NUL in it is named by the same pointer.
+        stack.push({ value: key, key, parent: step });
+      }
     }
   }
   return null;
@@ -127,13 +147,22 @@ function describe(error: ErrorObject, name: string): string {
   }
 }
 
-/** Turns the first schema violation into the contract's 400 validation_error. */
+/** The longest field name an error repeats (in `details` and its message) before it is cut. */
+const MAX_NAME = 200;
+
+/**
+ * Turns the first schema violation into the contract's 400 validation_error; a path id that fails
+ * (a NUL character, a malformed UUID) names nothing, so it is the contract's 404 for an absent id.
+ */
 export function validationError(errors: ErrorObject[], part: ValidationPart): AppError {
+  if (part === 'params') return new AppError('not_found');
   const first = errors[0];
   if (!first) return new AppError('validation_error');
   const key = part === 'body' ? 'field' : 'param';
   const raw = nameOf(first);
-  const name = raw === '' ? (part === 'body' ? 'body' : part) : raw;
+  // A field nested thousands deep has a name as long: cut, so a hostile body is not echoed twice over.
+  const cut = raw.length > MAX_NAME ? `${raw.slice(0, MAX_NAME)}…` : raw;
+  const name = cut === '' ? (part === 'body' ? 'body' : part) : cut;
   const details: ErrorDetails = { [key]: name };
   if (first.keyword === 'enum') details.allowed = (first.params as { allowedValues: string[] }).allowedValues;
   return new AppError('validation_error', details, describe(first, name));

@@ -29,13 +29,13 @@ import type { CollectedRoute } from './collect.js';
 import * as ex from './examples.js';
 import { OPERATIONS, TAGS } from './operations.js';
 import { ERROR_RESPONSES, errorResponse, HEADERS, header } from './responses.js';
-import { webhookSection } from './webhooks.js';
+import { EVENT_TYPES_DESCRIPTION, webhookSection } from './webhooks.js';
 
 type Json = Record<string, unknown>;
 
 export const API_VERSION = 'v1';
 /** The date of this revision of v1 in CHANGELOG.md. */
-export const DOCUMENT_DATE = '2026-11-23';
+export const DOCUMENT_DATE = '2026-11-24';
 
 /** Schemas published under components.schemas, with the examples that illustrate them. */
 const COMPONENTS: [string, TSchema, unknown?][] = [
@@ -85,19 +85,23 @@ const PUBLISHED_AS: [TSchema | Json, Json][] = [
     Booking.properties.pricing,
     {
       description:
-        'Only with scope `pricing:read` (absent otherwise). `OriginatorPricing` when `role` is `originator` or `originator_and_executor`, `ExecutorPricing` when it is `executor`; null when the platform stored no price.',
+        'Only with scope `pricing:read` (absent otherwise). `OriginatorPricing` when `role` is `originator` or `originator_and_executor`, `ExecutorPricing` when it is `executor`. Never null: absent also when the platform holds no price for the role (no price stored; for an executor, no net stored).',
       oneOf: [
         { $ref: '#/components/schemas/OriginatorPricing' },
         { $ref: '#/components/schemas/ExecutorPricing' },
-        { type: 'null' },
       ],
     },
   ],
 ];
 
 const DESCRIPTIONS: Record<string, Record<string, string>> = {
+  Event: { type: EVENT_TYPES_DESCRIPTION },
+  WebhookEvent: { type: EVENT_TYPES_DESCRIPTION },
   Booking: {
     passenger: 'Only with scope `passengers:read`; without it the property does not exist (it is not null).',
+    flight: '`number` is absent while the passenger has not given the flight (`pending: true`); never null.',
+    confirmation:
+      'Each member is absent while the platform holds none (a booking not yet confirmed); never null.',
   },
 };
 
@@ -211,21 +215,32 @@ function successResponse(route: CollectedRoute, schema: unknown, toRef: ReturnTy
   };
 }
 
+/** Methods whose requests may carry a body: the server parses one whenever it is sent. */
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** What the server itself can answer to any request, before or around the endpoint. */
+const SERVER_ERRORS = ['RequestTimeout', 'HeadersTooLarge', 'InternalError', 'Unavailable'];
+
+/**
+ * Every error status the server can give to the route. A body is parsed on every method that may
+ * carry one, declared or not: a body that is not JSON (400), too large (413) or of another media
+ * type (415) is refused even where the operation takes none.
+ */
 function errorsOf(route: CollectedRoute, conflict: boolean): string[] {
   const { schema, config } = route;
-  if (config.public) return ['InternalError'];
-  const hasBody = schema.body !== undefined;
+  if (config.public) return SERVER_ERRORS;
+  const takesBody = BODY_METHODS.has(route.method);
   const names: string[] = [];
   const query = plain(schema.querystring ?? {}).properties as Json | undefined;
   if (query?.cursor) names.push('BadRequestList');
-  else if (query || hasBody || config.idempotency) names.push('BadRequest');
+  else if (query || takesBody || config.idempotency) names.push('BadRequest');
   names.push('Unauthorized');
   names.push((config.scopes ?? []).length > 0 ? 'Forbidden' : 'ForbiddenAnyKey');
   if (schema.params) names.push('NotFound');
   if (conflict) names.push('Conflict');
   else if (config.idempotency) names.push('IdempotencyConflict');
-  if (hasBody) names.push('PayloadTooLarge', 'UnsupportedMediaType');
-  names.push('TooManyRequests', 'InternalError');
+  if (takesBody) names.push('PayloadTooLarge', 'UnsupportedMediaType');
+  names.push('TooManyRequests', ...SERVER_ERRORS);
   return names;
 }
 
@@ -276,7 +291,7 @@ function operation(route: CollectedRoute, key: string, toRef: ReturnType<typeof 
 
 const INFO_DESCRIPTION = `The public Integration API v1 of the transfer-booking platform: one organization's bookings, customers, drivers, vehicles and event log, its webhooks, and the ids your system keeps for its bookings.
 
-**Authentication.** Every request carries \`Authorization: Bearer <key>\` (\`svc_live_\` + 40 alphanumerics). The key decides the organization; its effective scopes are those it shares with its integration (GET /integrations/me). Each operation lists the scopes it needs in its security requirement and in \`x-required-scopes\`; all of them are needed.
+**Authentication.** Every request carries \`Authorization: Bearer <key>\` (\`svc_live_\` or \`svc_test_\` + 40 alphanumerics; a server accepts only the keys of its own environment, production only live keys: another answers 401 \`wrong_environment\`). The key decides the organization; its effective scopes are those it shares with its integration (GET /integrations/me). Each operation lists the scopes it needs in its security requirement and in \`x-required-scopes\`; all of them are needed.
 
 **Errors.** Every error has the body \`{"error": {"code", "message", "request_id", "details"?}}\`; decide by \`code\`. The only exception is the server-level 405 (a method that does not exist on a path): header \`Allow\`, a plain-text body, no envelope and no \`X-SVC-Request-Id\`. A path that does not exist answers 404 \`not_found\` with the envelope.
 
@@ -286,8 +301,21 @@ const INFO_DESCRIPTION = `The public Integration API v1 of the transfer-booking 
 
 **Versioning.** Compatible changes require nothing from clients and are dated in the changelog; a breaking change is a new version under a new path prefix.`;
 
+/** Where the document says the API is: an absolute url template, so tools resolve paths under it. */
+export interface ServerDefaults {
+  scheme: 'https' | 'http';
+  host: string;
+}
+
+/** The defaults of the committed file: the server `npm start` runs (SVC_PORT 8080). */
+export const LOCAL_SERVER: ServerDefaults = { scheme: 'http', host: 'localhost:8080' };
+
 /** The whole document for the routes registered under `prefix`. */
-export function openapiDocument(routes: readonly CollectedRoute[], prefix: string): Json {
+export function openapiDocument(
+  routes: readonly CollectedRoute[],
+  prefix: string,
+  server: ServerDefaults = LOCAL_SERVER,
+): Json {
   const toRef = referencer();
   const paths: Record<string, Json> = {};
   for (const route of routes) {
@@ -312,12 +340,22 @@ export function openapiDocument(routes: readonly CollectedRoute[], prefix: strin
       description: INFO_DESCRIPTION,
       license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
-    servers: [{ url: prefix, description: 'This server (in production, the base url ending in /api/v1)' }],
-    security: [{ bearerAuth: [] }],
-    tags: [
-      ...TAGS,
-      { name: 'Webhook deliveries', description: 'What the service sends to your webhook urls.' },
+    servers: [
+      {
+        url: `{scheme}://{host}${prefix}`,
+        description: 'The base url (in production https://<your API host>/api/v1)',
+        variables: {
+          scheme: { enum: ['https', 'http'], default: server.scheme },
+          host: {
+            default: server.host,
+            description:
+              'Host name, and port when not the default. A server that serves this document puts its own here (and its scheme); the committed file has those of a local `npm start`.',
+          },
+        },
+      },
     ],
+    security: [{ bearerAuth: [] }],
+    tags: [...TAGS],
     paths,
     webhooks: webhookSection(),
     components: {
@@ -325,7 +363,7 @@ export function openapiDocument(routes: readonly CollectedRoute[], prefix: strin
         bearerAuth: {
           type: 'http',
           scheme: 'bearer',
-          bearerFormat: 'svc_live_ + 40 alphanumerics',
+          bearerFormat: 'svc_live_ or svc_test_ + 40 alphanumerics',
           description:
             'An API key issued by the operator to an integration. The scopes listed in each security requirement are all required.',
         },

@@ -31,12 +31,12 @@ export const TAGS = [
   {
     name: 'Events',
     description:
-      'The event log, most recent first, kept at least 30 days: walk it to reconcile after an outage longer than the webhook retries.',
+      'The event log, most recent first, kept at least 30 days: walk it to reconcile after an outage longer than the webhook retries. Each event is also delivered to the webhooks subscribed to its type (the Webhooks section). `booking.started` fires when the driver sets off (`en_route`); the move on to `in_progress` is a `booking.updated`; the full mapping is in the description of `Event.type`.',
   },
   {
-    name: 'Webhooks',
+    name: 'Webhook management',
     description:
-      'Signed deliveries of the booking life cycle to HTTPS destinations. Needs webhooks enabled for the organization (else 403 `api_disabled`). At most 10 webhooks per integration.',
+      'Create and manage the webhooks that receive signed deliveries of the booking life cycle to HTTPS destinations. Needs webhooks enabled for the organization (else 403 `api_disabled`). At most 10 webhooks per integration.',
   },
   { name: 'Contract', description: 'This document.' },
 ] as const;
@@ -116,48 +116,48 @@ export const OPERATIONS: Record<string, OperationText & { tag: Tag }> = {
   },
   'GET /webhooks': {
     operationId: 'listWebhooks',
-    tag: 'Webhooks',
+    tag: 'Webhook management',
     summary: 'List webhooks',
     description: 'Newest first, no pagination (at most 10).',
   },
   'POST /webhooks': {
     operationId: 'createWebhook',
-    tag: 'Webhooks',
+    tag: 'Webhook management',
     summary: 'Create a webhook',
     description:
       'The answer is the only one that shows `secret`. Subscribing needs `bookings:read` too (403 `insufficient_scope`). An invalid url, an unknown event or an 11th webhook is 400 `validation_error` with `details.field`. A replay of an `Idempotency-Key` answers `Idempotent-Replayed: true`, `secret: null` and `secret_shown_once: true`.',
   },
-  'GET /webhooks/{id}': { operationId: 'getWebhook', tag: 'Webhooks', summary: 'Get a webhook' },
+  'GET /webhooks/{id}': { operationId: 'getWebhook', tag: 'Webhook management', summary: 'Get a webhook' },
   'PATCH /webhooks/{id}': {
     operationId: 'updateWebhook',
-    tag: 'Webhooks',
+    tag: 'Webhook management',
     summary: 'Change a webhook',
     description:
       'At least one field. `active: false` pauses; `active: true` reactivates (also after automatic deactivation) and sets `consecutive_failures` to 0.',
   },
   'DELETE /webhooks/{id}': {
     operationId: 'deleteWebhook',
-    tag: 'Webhooks',
+    tag: 'Webhook management',
     summary: 'Delete a webhook',
     description: 'Its delivery history goes with it.',
   },
   'POST /webhooks/{id}/test': {
     operationId: 'testWebhook',
-    tag: 'Webhooks',
+    tag: 'Webhook management',
     summary: 'Send a test delivery',
     description:
       'Queues a `webhook.test` event for this webhook, delivered and signed like any other; follow it through the deliveries. 5 per minute per destination host and 60 per hour per organization (429 with `Retry-After`).',
   },
   'POST /webhooks/{id}/rotate-secret': {
     operationId: 'rotateWebhookSecret',
-    tag: 'Webhooks',
+    tag: 'Webhook management',
     summary: 'Rotate the secret of a webhook',
     description:
       'During `overlap_minutes` every delivery carries two signatures, the new one first; with 0 the previous secret stops at once. `Idempotency-Key` is not accepted.',
   },
   'GET /webhooks/{id}/deliveries': {
     operationId: 'listWebhookDeliveries',
-    tag: 'Webhooks',
+    tag: 'Webhook management',
     summary: 'List the deliveries of a webhook',
     description: 'Latest first, no cursor.',
   },

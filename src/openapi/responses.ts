@@ -106,6 +106,24 @@ export const ERROR_RESPONSES: Record<string, ErrorResponse> = {
     codes: ['internal'],
     description: 'Unforeseen failure. Retry with exponential back-off a few times.',
   },
+  // The server's own answers, before or around any endpoint (docs/decisions.md, "Requests and errors").
+  RequestTimeout: {
+    status: 408,
+    codes: ['request_timeout'],
+    description:
+      'The headers or the body did not arrive whole within the request time-out; the connection is closed. Send the request again.',
+  },
+  HeadersTooLarge: {
+    status: 431,
+    codes: ['headers_too_large'],
+    description: 'The request headers are over 16 KiB; the connection is closed. Fix the request.',
+  },
+  Unavailable: {
+    status: 503,
+    codes: ['unavailable'],
+    description:
+      'The process that received the request is shutting down; the connection is closed. Retry at once: another process answers.',
+  },
 };
 
 /** The error body, `code` narrowed to those one response can carry. */

@@ -28,19 +28,32 @@ const DELIVERY_HEADERS: [string, string, Json][] = [
   ],
 ];
 
+/** When each type fires: the mapping of docs/events.md (the trigger in migration 001 decides it). */
 const EVENT_TEXT: Record<string, string> = {
-  'booking.created': 'A booking was created.',
-  'booking.updated': 'A booking changed (`changes` names the columns).',
+  'booking.created': 'Fires when a booking is created. `changes` is empty and `previous_status` null.',
+  'booking.updated':
+    'Fires when any other announced field of a booking changes and no other type applies: times, places, passengers, prices, confirmation, and status changes that are none of the others (`en_route` to `in_progress`, to `confirmed`, `unconfirmed` or `rejected`). A booking going from `en_route` to `in_progress` is therefore a `booking.updated`. `changes` names the columns.',
   'booking.assigned':
-    "A booking's driver, vehicle or executor changed. An executor that lost the booking receives `data: null`.",
-  'booking.started': 'The service of a booking started.',
-  'booking.completed': 'A booking was completed.',
-  'booking.cancelled': 'A booking was cancelled.',
-  'booking.no_show': 'The passenger did not show.',
-  'booking.deleted': 'A booking was deleted; `data` is the booking as it was just before.',
+    'Fires when the driver, the vehicle or the executing company of a booking changes (also when a deleted driver or vehicle is cleared from it), and no status type applies. An executor that lost the booking receives it too, with `data: null`; its next read of the booking is a 404.',
+  'booking.started':
+    "Fires when a booking's status becomes `en_route` (or `in_progress`) from a status that is neither: the driver sets off. Moving on from `en_route` to `in_progress` is a `booking.updated`.",
+  'booking.completed': "Fires when a booking's status becomes `completed`.",
+  'booking.cancelled': "Fires when a booking's status becomes `cancelled`.",
+  'booking.no_show': "Fires when a booking's status becomes `no_show`: the passenger did not show.",
+  'booking.deleted':
+    'Fires when a booking is deleted; `data` is the booking as it was just before, `changes` is empty.',
   'webhook.test':
-    'Sent only by POST /webhooks/{id}/test: `resource.type` is `webhook`, `changes` empty, `data` null.',
+    'Sent only by POST /webhooks/{id}/test, to that webhook alone; never in GET /events. `resource.type` is `webhook`, `changes` empty, `data` null.',
 };
+
+/** The mapping above as one list, for the event-type descriptions of the document. */
+export const EVENT_TYPES_DESCRIPTION = `When each type fires. A change that fits several is announced once, as the first of \`booking.created\` or \`booking.deleted\`, \`booking.completed\`, \`booking.cancelled\`, \`booking.no_show\`, \`booking.started\`, \`booking.assigned\`, \`booking.updated\`; a change of data the API does not show fires nothing.\n\n${Object.entries(
+  EVENT_TEXT,
+)
+  .map(
+    ([type, text]) => `- \`${type}\`: ${text.replace(/^Fires when /, '').replace(/^Sent only/, 'sent only')}`,
+  )
+  .join('\n')}`;
 
 export function webhookSection(): Json {
   const out: Json = {};
@@ -48,7 +61,6 @@ export function webhookSection(): Json {
     out[type] = {
       post: {
         operationId: `deliver${type.replace(/(^|[._])([a-z])/g, (_m, _s, c: string) => c.toUpperCase())}`,
-        tags: ['Webhook deliveries'],
         summary: type,
         description: `${EVENT_TEXT[type]} Sent as an HTTP POST to the webhook's url, retried up to 8 times over a little over an hour (3 while your server answers a permanent 4xx). Deduplicate by \`X-SVC-Event-Id\`: a delivery may arrive more than once.`,
         parameters: DELIVERY_HEADERS.map(([name, description, schema]) => ({

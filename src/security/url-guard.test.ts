@@ -225,3 +225,34 @@ test('isPublicAddress', () => {
   for (const a of publicOnes) assert.equal(isPublicAddress(a), true, a);
   for (const a of notPublic) assert.equal(isPublicAddress(a), false, a);
 });
+
+test('allowedPrivateRanges admits those ranges on any port, and nothing else', async () => {
+  const ranges = {
+    allowPrivateTargets: false,
+    allowedPrivateRanges: ['127.0.0.1', '10.1.0.0/16', 'fd00::/8'],
+  };
+  assert.deepEqual((await vetTarget('https://127.0.0.1:8443/', ranges)).addresses, [
+    { address: '127.0.0.1', family: 4 },
+  ]);
+  await vetTarget('https://internal.example:9000/', ranges, answers('10.1.2.3', 'fd00::5'));
+  assert.equal((await refusal('https://127.0.0.2:8443/', undefined, ranges)).reason, 'not_public');
+  assert.equal((await refusal('https://10.2.0.1/', undefined, ranges)).reason, 'not_public');
+  assert.equal(
+    (await refusal('https://mixed.example/', answers('10.1.2.3', '192.168.0.1'), ranges)).reason,
+    'not_public',
+  );
+  // Public addresses keep the port rule.
+  assert.equal((await refusal('https://example.com:8443/', publicResolver, ranges)).reason, 'port');
+  await vetTarget('https://example.com/', ranges, publicResolver);
+});
+
+test('a name whose DNS does not answer in time is refused as such', async () => {
+  const silent: Resolver = async () => {
+    throw Object.assign(new Error('DNS lookup of slow.example did not answer within 300 ms'), {
+      code: 'ETIMEOUT',
+    });
+  };
+  const error = await refusal('https://slow.example/', silent);
+  assert.equal(error.reason, 'dns_timeout');
+  assert.equal(error.message, 'El host slow.example no resolvió a tiempo: su DNS no respondió.');
+});

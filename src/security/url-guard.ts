@@ -3,25 +3,41 @@
 // before every delivery attempt (DNS can change between the two). Only https on port 443 to public
 // unicast addresses passes; addresses are judged after the WHATWG URL parser has normalised the
 // host, because that is the host the HTTP client will use (`https://0x7f.1/` is 127.0.0.1).
-import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import type { WebhookConfig } from '../config.js';
+import { type Address, createTargetResolver, type Resolver } from './resolver.js';
+
+type IPv4 = ipaddr.IPv4;
+type IPv6 = ipaddr.IPv6;
 
 export interface TargetPolicy {
   /** Development and tests only: any resolvable address and any port (still https, no credentials). */
   allowPrivateTargets: boolean;
+  /**
+   * Development and tests only: addresses in these CIDR ranges (or single addresses) pass although
+   * not public, on any port; everything else is judged as usual. Narrower than allowPrivateTargets.
+   */
+  allowedPrivateRanges?: readonly string[];
 }
 
-export interface Address {
-  address: string;
-  family: 4 | 6;
+/** The policy the configuration sets, for the API and the worker alike. */
+export function targetPolicy(config: WebhookConfig): TargetPolicy {
+  return {
+    allowPrivateTargets: config.allowPrivateTargets,
+    allowedPrivateRanges: config.allowedPrivateRanges,
+  };
 }
 
-export type Resolver = (hostname: string) => Promise<Address[]>;
+export type { Address, Resolver } from './resolver.js';
 
-/** Every address the system resolver knows, in its own order: all of them are vetted, not just the first. */
-export const systemResolver: Resolver = async (hostname) => {
-  const found = await lookup(hostname, { all: true, verbatim: true });
-  return found.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
+/** Seconds are plenty for DNS; a name that takes longer is treated as one that does not resolve. */
+export const DEFAULT_DNS_TIMEOUT_MS = 3_000;
+let shared: Resolver | undefined;
+/** The process's resolver with the default settings (`./resolver.ts`), for callers given none. */
+export const defaultResolver: Resolver = (hostname) => {
+  shared ??= createTargetResolver({ timeoutMs: DEFAULT_DNS_TIMEOUT_MS });
+  return shared(hostname);
 };
 
 export type TargetRefusal =
@@ -31,6 +47,7 @@ export type TargetRefusal =
   | 'port'
   | 'credentials'
   | 'unresolvable'
+  | 'dns_timeout'
   | 'not_public';
 
 export class TargetRefused extends Error {
@@ -68,7 +85,8 @@ export function checkTargetSyntax(raw: string, policy: TargetPolicy): URL {
   }
   if (url.hostname === '') throw new TargetRefused('invalid', 'La url no tiene host.');
   // The parser drops an explicit default port (`:443`, `:0443`), so any port left is not 443.
-  if (url.port !== '' && !policy.allowPrivateTargets) {
+  // With private ranges allowed, the port is judged with the addresses (any port is fine in them).
+  if (url.port !== '' && !policy.allowPrivateTargets && !policy.allowedPrivateRanges?.length) {
     throw new TargetRefused('port', 'La url debe usar el puerto 443.');
   }
   return url;
@@ -82,7 +100,7 @@ export function checkTargetSyntax(raw: string, policy: TargetPolicy): URL {
 export async function vetTarget(
   raw: string,
   policy: TargetPolicy,
-  resolve: Resolver = systemResolver,
+  resolve: Resolver = defaultResolver,
 ): Promise<{ url: URL; addresses: Address[] }> {
   const url = checkTargetSyntax(raw, policy);
   const host = unbracket(url.hostname);
@@ -95,6 +113,9 @@ export async function vetTarget(
       addresses = await resolve(host);
     } catch (error) {
       const code = (error as { code?: unknown }).code;
+      if (code === 'ETIMEOUT') {
+        throw new TargetRefused('dns_timeout', `El host ${host} no resolvió a tiempo: su DNS no respondió.`);
+      }
       const why = typeof code === 'string' ? ` (${code})` : '';
       throw new TargetRefused('unresolvable', `No se pudo resolver el host ${host}${why}.`);
     }
@@ -103,11 +124,15 @@ export async function vetTarget(
     }
   }
   if (!policy.allowPrivateTargets) {
+    const allowed = allowedRanges(policy);
     for (const { address } of addresses) {
-      if (!isPublicAddress(address)) {
+      const parsed = parseAddress(address);
+      if (parsed && within(parsed, allowed)) continue;
+      if (!parsed || !isPublic(parsed)) {
         const of = family === 0 ? ` (de ${host})` : '';
         throw new TargetRefused('not_public', `La dirección ${address}${of} no es pública.`);
       }
+      if (url.port !== '') throw new TargetRefused('port', 'La url debe usar el puerto 443.');
     }
   }
   return { url, addresses };
@@ -118,21 +143,13 @@ function unbracket(host: string): string {
 }
 
 // ---- Address classification ------------------------------------------------------------------
+// ipaddr.js parses and matches; the lists below say what is refused, for the reader to check
+// against the IANA special-purpose registries.
 
-type Range = readonly [bigint, number];
-
-function v4(cidr: string): Range {
-  const [base = '', bits = ''] = cidr.split('/');
-  return [parseV4(base) ?? -1n, Number(bits)];
-}
-
-function v6(cidr: string): Range {
-  const [base = '', bits = ''] = cidr.split('/');
-  return [parseV6(base) ?? -1n, Number(bits)];
-}
+type Cidr = [IPv4 | IPv6, number];
 
 // IANA special-purpose IPv4 registry (RFC 6890 and successors) plus multicast and reserved space.
-const V4_NOT_PUBLIC: readonly Range[] = [
+const V4_NOT_PUBLIC: readonly Cidr[] = [
   '0.0.0.0/8',
   '10.0.0.0/8',
   '100.64.0.0/10',
@@ -148,16 +165,17 @@ const V4_NOT_PUBLIC: readonly Range[] = [
   '203.0.113.0/24',
   '224.0.0.0/4',
   '240.0.0.0/4', // includes 255.255.255.255
-].map(v4);
+].map((c) => ipaddr.parseCIDR(c));
 
-// Ranges that carry an IPv4 address: the embedded address decides (::ffff:127.0.0.1 is loopback).
-const V6_MAPPED = v6('::ffff:0:0/96');
-const V6_NAT64 = v6('64:ff9b::/96');
-const V6_6TO4 = v6('2002::/16');
+// Ranges that carry an IPv4 address in their last 32 bits: the embedded address decides
+// (::ffff:127.0.0.1 is loopback, 64:ff9b::a00:1 is 10.0.0.1 through NAT64).
+const V6_LAST_32_BITS_V4: readonly Cidr[] = ['::ffff:0:0/96', '64:ff9b::/96'].map((c) => ipaddr.parseCIDR(c));
+// 6to4 carries it in bits 16 to 48 (2002:7f00:1:: is 127.0.0.1).
+const V6_6TO4 = ipaddr.parseCIDR('2002::/16');
 
 // Listed for the reader; everything outside 2000::/3 (global unicast) is refused anyway, so a
 // block IANA assigns later outside it stays refused until someone decides otherwise.
-const V6_NOT_PUBLIC: readonly Range[] = [
+const V6_NOT_PUBLIC: readonly Cidr[] = [
   '::/96', // unspecified, loopback and the deprecated IPv4-compatible ::a.b.c.d
   '64:ff9b:1::/48',
   '100::/64',
@@ -169,73 +187,62 @@ const V6_NOT_PUBLIC: readonly Range[] = [
   'fe80::/10',
   'fec0::/10',
   'ff00::/8',
-].map(v6);
-const V6_GLOBAL_UNICAST = v6('2000::/3');
+].map((c) => ipaddr.parseCIDR(c));
+const V6_GLOBAL_UNICAST = ipaddr.parseCIDR('2000::/3');
 
-function inRange(value: bigint, [base, bits]: Range, width: number): boolean {
-  const shift = BigInt(width - bits);
-  return value >> shift === base >> shift;
+const within = (address: IPv4 | IPv6, ranges: readonly Cidr[]) =>
+  ranges.some(([base, bits]) => base.kind() === address.kind() && address.match(base, bits));
+
+/**
+ * The address as ipaddr.js reads it, or null. Only the strict text forms Node accepts (a dotted
+ * quad, RFC 4291 IPv6): ipaddr.js would also read `0x7f.1`, which the URL parser has already
+ * turned into a dotted quad, and which a resolver never returns.
+ */
+function parseAddress(address: string): IPv4 | IPv6 | null {
+  const bare = unbracket(address).replace(/%.*$/, '');
+  return isIP(bare) === 0 ? null : ipaddr.parse(bare);
 }
 
 /** True for a public unicast IPv4 or IPv6 address (brackets and a zone id are tolerated); false for anything else. */
 export function isPublicAddress(address: string): boolean {
-  const bare = unbracket(address).replace(/%.*$/, '');
-  const family = isIP(bare);
-  if (family === 4) {
-    const value = parseV4(bare);
-    return value !== null && isPublicV4(value);
-  }
-  if (family === 6) {
-    const value = parseV6(bare);
-    return value !== null && isPublicV6(value);
-  }
-  return false;
+  const parsed = parseAddress(address);
+  return parsed !== null && isPublic(parsed);
 }
 
-function isPublicV4(value: bigint): boolean {
-  return !V4_NOT_PUBLIC.some((range) => inRange(value, range, 32));
+function isPublic(address: IPv4 | IPv6): boolean {
+  if (address.kind() === 'ipv4') return !within(address, V4_NOT_PUBLIC);
+  const v6 = address as IPv6;
+  if (within(v6, V6_LAST_32_BITS_V4)) return isPublic(embeddedV4(v6, 6));
+  if (within(v6, [V6_6TO4])) return isPublic(embeddedV4(v6, 1));
+  if (within(v6, V6_NOT_PUBLIC)) return false;
+  return v6.match(V6_GLOBAL_UNICAST);
 }
 
-function isPublicV6(value: bigint): boolean {
-  if (inRange(value, V6_MAPPED, 128) || inRange(value, V6_NAT64, 128)) return isPublicV4(value & 0xffffffffn);
-  if (inRange(value, V6_6TO4, 128)) return isPublicV4((value >> 80n) & 0xffffffffn);
-  if (V6_NOT_PUBLIC.some((range) => inRange(value, range, 128))) return false;
-  return inRange(value, V6_GLOBAL_UNICAST, 128);
+/** The IPv4 address held in the two 16-bit groups of an IPv6 address starting at group `at`. */
+function embeddedV4(address: IPv6, at: number): IPv4 {
+  const high = address.parts[at] ?? 0;
+  const low = address.parts[at + 1] ?? 0;
+  return new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
 }
 
-/** Dotted quad as produced by the URL parser and the resolver; null if it is not exactly that. */
-function parseV4(text: string): bigint | null {
-  const parts = text.split('.');
-  if (parts.length !== 4) return null;
-  let value = 0n;
-  for (const part of parts) {
-    if (!/^\d{1,3}$/.test(part) || Number(part) > 255) return null;
-    value = (value << 8n) | BigInt(part);
+const parsedRanges = new WeakMap<readonly string[], Cidr[]>();
+
+function allowedRanges(policy: TargetPolicy): readonly Cidr[] {
+  const entries = policy.allowedPrivateRanges;
+  if (!entries?.length) return [];
+  let parsed = parsedRanges.get(entries);
+  if (!parsed) {
+    parsed = parseRanges(entries);
+    parsedRanges.set(entries, parsed);
   }
-  return value;
+  return parsed;
 }
 
-/** Any RFC 4291 text form (`::`, leading zeros omitted, trailing dotted quad) to a 128-bit integer. */
-function parseV6(text: string): bigint | null {
-  let body = text.toLowerCase();
-  const lastColon = body.lastIndexOf(':');
-  const tail = body.slice(lastColon + 1);
-  if (tail.includes('.')) {
-    const quad = parseV4(tail);
-    if (quad === null) return null;
-    body = `${body.slice(0, lastColon + 1)}${(quad >> 16n).toString(16)}:${(quad & 0xffffn).toString(16)}`;
-  }
-  const halves = body.split('::');
-  if (halves.length > 2) return null;
-  const head = halves[0] ? halves[0].split(':') : [];
-  const rest = halves.length === 2 && halves[1] ? halves[1].split(':') : [];
-  const missing = 8 - head.length - rest.length;
-  if (halves.length === 2 ? missing < 1 : missing !== 0) return null;
-  const groups = [...head, ...Array<string>(missing).fill('0'), ...rest];
-  let value = 0n;
-  for (const group of groups) {
-    if (!/^[0-9a-f]{1,4}$/.test(group)) return null;
-    value = (value << 16n) | BigInt(`0x${group}`);
-  }
-  return value;
+/** Parses CIDR ranges (or single addresses) for TargetPolicy.allowedPrivateRanges; throws on a bad one. */
+export function parseRanges(entries: readonly string[]): Cidr[] {
+  return entries.map((entry) =>
+    entry.includes('/')
+      ? ipaddr.parseCIDR(entry)
+      : ((a) => [a, a.kind() === 'ipv4' ? 32 : 128] as Cidr)(ipaddr.parse(entry)),
+  );
 }

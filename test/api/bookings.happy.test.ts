@@ -97,7 +97,7 @@ describe('GET /bookings/{id}: the booking shape', () => {
     assert.equal(b.service_type, 'hourly');
     assert.equal(b.hours, 3.5);
     assert.equal(b.destination, null);
-    assert.deepEqual(b.flight, { number: null, pending: true });
+    assert.deepEqual(b.flight, { pending: true });
     assert.equal(b.distance_km, null);
     assert.equal(b.customer, null);
     assert.equal(b.channel, null);
@@ -106,7 +106,7 @@ describe('GET /bookings/{id}: the booking shape', () => {
     assert.deepEqual(b.assignment, { external: false, driver: null, vehicle: null });
   });
 
-  test('with pricing:read and no stored price, pricing is null; the diet amount passes through', async () => {
+  test('with pricing:read and no stored price, pricing is absent (never null); the diet amount passes through', async () => {
     const t = await createTenant(svc, { scopes: ALL_READ });
     const bare = randomUUID();
     const priced = randomUUID();
@@ -118,7 +118,7 @@ describe('GET /bookings/{id}: the booking shape', () => {
       priced,
     );
     const b = (await svc.call('GET', `/bookings/${bare}`, { key: t.key })).body;
-    assert.equal(b.pricing, null);
+    assert.ok(!('pricing' in b));
     assert.deepEqual(b.passenger, { name: null, phone: null, email: null });
     const p = (await svc.call('GET', `/bookings/${priced}`, { key: t.key })).body.pricing;
     assert.equal(p.diet, 12.5);

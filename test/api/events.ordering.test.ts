@@ -106,3 +106,34 @@ test('events of one batch keep the order in which they happened', async () => {
   );
   assert.equal(new Set(data.map((e) => e.created_at)).size, 1, 'one stamp for the batch');
 });
+
+test('changes made in one round trip keep their order, transaction after transaction', async () => {
+  const tenant = await createTenant(svc, { scopes: ALL_READ, flags: { outbox_enabled: true } });
+  const ids = Array.from({ length: 33 }, () => randomUUID());
+  // Each transaction makes three changes in one script (one round trip): they are written within
+  // the same millisecond, so the order can only come from the outbox itself. On PostgreSQL the
+  // transactions also run side by side.
+  await Promise.all(
+    ids.map((id, n) =>
+      svc.db.tx((q) =>
+        q.exec(
+          `INSERT INTO bookings (id, originator_organization_id, reference, status, service_type, pickup_at, passengers)
+           VALUES ('${id}', '${tenant.organization.id}', '${tenant.organization.code}${100 + n}', 'solicitada', 'transfer', now(), '{}');
+           UPDATE bookings SET distance_km = 12 WHERE id = '${id}';
+           UPDATE bookings SET status = 'cancelada' WHERE id = '${id}';`,
+        ),
+      ),
+    ),
+  );
+  await publishEvents(svc.db);
+  const all = (await expectOk(await svc.call('GET', '/events?limit=100', { key: tenant.key }))).data as {
+    type: string;
+    resource: { id: string };
+  }[];
+  assert.equal(all.length, 99);
+  const wrong = ids.filter((id) => {
+    const types = all.filter((e) => e.resource.id === id).map((e) => e.type);
+    return types.join() !== 'booking.cancelled,booking.updated,booking.created';
+  });
+  assert.deepEqual(wrong, [], 'every booking shows created, updated, cancelled in that order');
+});

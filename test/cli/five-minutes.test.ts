@@ -80,14 +80,20 @@ test('the README section runs as written and a verified webhook arrives', async 
   await receiver.waitFor(/verified booking\.\w+ \S+ booking \d+ \w+/, 30_000);
   assert.ok(!receiver.output().includes('refused'), receiver.output());
 
-  // 3. The mirror.
+  // The receiver's copy of every booking, kept in data/bookings.json.
+  await receiver.waitFor(/full copy \(first start\): \d+ bookings/);
+  assert.equal(await receiver.stop('SIGINT'), 0, receiver.output());
+  const kept = JSON.parse(await readFile(join(dir, 'data', 'bookings.json'), 'utf8'));
+  assert.ok(kept.count >= 60, `the demo's bookings: ${kept.count}`);
+  assert.equal(typeof kept.last_event_id, 'string', 'the copy carries its bookmark');
+
+  // 3. The full copy, with the receiver stopped.
   const copy = shell(mirror);
   assert.equal(await copy.exited(), 0, copy.output());
   const mirrored = JSON.parse(await readFile(join(dir, 'data', 'bookings.json'), 'utf8'));
   assert.ok(mirrored.count >= 60, `the demo's bookings: ${mirrored.count}`);
   assert.match(copy.output(), new RegExp(`mirrored ${mirrored.count} bookings`));
 
-  assert.equal(await receiver.stop('SIGINT'), 0, receiver.output());
   // npm itself may end by the signal, as it does at a terminal; the service must have stopped cleanly.
   const code = await server.stop('SIGINT');
   assert.ok(code === 0 || server.child.signalCode === 'SIGINT', `npm start ended with ${code}`);

@@ -1,8 +1,9 @@
 // The newcomer's path end to end: `svc serve --demo` on an embedded database in a fresh folder
-// prints a key that works, `svc admin` drives the operator API, the data survives a restart and
-// SIGTERM stops the process cleanly. The CLI runs from source, as `npm start` runs it from dist.
+// listens on loopback only and prints a key that works, `svc admin` drives the operator API, the
+// data and the key survive a restart, and SIGTERM stops the process cleanly. The CLI runs from
+// source, as `npm start` runs it from dist.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -16,27 +17,44 @@ before(async () => {
 });
 after(() => rm(dataDir, { recursive: true, force: true }));
 
-async function startDemo(port: number, operatorPort: number) {
-  const server = svc(['serve', '--demo'], {
+/** Without SVC_HOST, as `npm start` runs it. */
+async function startDemo(port: number, operatorPort: number, args: string[] = []) {
+  const env: Record<string, string> = {
     SVC_DATA_DIR: dataDir,
     SVC_PORT: String(port),
     SVC_OPERATOR_PORT: String(operatorPort),
     SVC_OPERATOR_TOKEN: TOKEN,
-    SVC_HOST: '127.0.0.1',
-  });
-  const banner = await server.waitFor(/Operator API: .*\n/);
+    SVC_HOST: '', // unset
+  };
+  const server = svc(['serve', '--demo', ...args], env);
+  // A first start makes the database: on a loaded machine that can take a minute.
+  const banner = await server.waitFor(/Operator API: .*\n/, 120_000);
   const key = /svc_live_[A-Za-z0-9]{40}/.exec(banner)?.[0];
   assert.ok(key, banner);
   return { server, key, banner };
 }
 
-test('serve --demo prints a working key; admin works; data and shutdown behave', async () => {
+/** Whether something answers on `address` (127.0.0.2 is loopback too on Linux, but not 127.0.0.1). */
+async function answers(address: string, port: number): Promise<boolean> {
+  return fetch(`http://${address}:${port}/api/v1/openapi.json`).then(
+    () => true,
+    () => false,
+  );
+}
+
+test('serve --demo listens on loopback, prints a working key kept across restarts; admin, data and shutdown behave', async () => {
   const port = 18_400 + (process.pid % 500);
   const operatorPort = port + 1;
   const base = `http://127.0.0.1:${port}/api/v1`;
 
   const first = await startDemo(port, operatorPort);
   assert.match(first.banner, new RegExp(`curl -s -H "Authorization: Bearer ${first.key}" `));
+  assert.match(first.banner, /API key \(live, every scope; new, kept in \S+demo\.env for the next starts\)/);
+  assert.match(first.banner, /Listening on 127\.0\.0\.1: this machine only \(SVC_HOST or --host to change\)/);
+  if (process.platform === 'linux') assert.equal(await answers('127.0.0.2', port), false, 'not on 127.0.0.2');
+  const envFile = join(dataDir, 'demo.env');
+  assert.equal((await stat(envFile)).mode & 0o777, 0o600);
+  assert.match(await readFile(envFile, 'utf8'), new RegExp(`^SVC_API_KEY=${first.key}$`, 'm'));
   const me = await fetch(`${base}/integrations/me`, { headers: { authorization: `Bearer ${first.key}` } });
   assert.equal(me.status, 200);
   assert.equal((await me.json()).organization.code, '100');
@@ -65,10 +83,25 @@ test('serve --demo prints a working key; admin works; data and shutdown behave',
       page.data.map((b: { id: string }) => b.id),
       'the same bookings after a restart',
     );
+    assert.equal(second.key, first.key, 'the same key after a restart of the same data directory');
+    assert.match(second.banner, /API key \(live, every scope; the one of the previous start, kept in /);
+  } finally {
+    await second.server.stop('SIGTERM');
+  }
+
+  // A demo.env others could read no longer holds a key worth keeping: a new one, the old revoked.
+  // And --host widens the listener.
+  await chmod(envFile, 0o644);
+  const third = await startDemo(port, operatorPort, ['--host', '0.0.0.0']);
+  try {
+    assert.notEqual(third.key, first.key);
+    assert.equal((await stat(envFile)).mode & 0o777, 0o600);
     const old = await fetch(`${base}/integrations/me`, { headers: { authorization: `Bearer ${first.key}` } });
     assert.equal(old.status, 401, 'the previous demo key is revoked');
     assert.equal((await old.json()).error.code, 'revoked_key');
+    assert.match(third.banner, /Listening on 0\.0\.0\.0: other machines can reach it/);
+    if (process.platform === 'linux') assert.equal(await answers('127.0.0.2', port), true);
   } finally {
-    await second.server.stop('SIGTERM');
+    await third.server.stop('SIGTERM');
   }
 });

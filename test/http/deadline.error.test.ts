@@ -12,9 +12,10 @@ import { createDeadlines } from '../../src/http/deadline.js';
 import { createHttpApp } from '../../src/http/kit.js';
 
 const TIMEOUT_MS = 300;
+const logged: string[] = [];
 const app = createHttpApp({
   name: 'public',
-  logger: pino({ level: 'silent' }),
+  logger: pino({ level: 'info' }, { write: (line: string) => logged.push(line) }),
   requestTimeoutMs: TIMEOUT_MS,
 });
 let release!: () => void;
@@ -28,6 +29,22 @@ app.get('/started', (_request, reply) => {
   body.write('{"partial":');
   return reply.type('application/json').send(body);
 });
+// An answer whose onSend hook (the idempotency record, say) is still writing when the deadline passes.
+let onSendDone!: () => void;
+const onSendFinished = new Promise<void>((resolve) => {
+  onSendDone = resolve;
+});
+app.get(
+  '/slow-on-send',
+  {
+    onSend: async (_request, _reply, payload) => {
+      await new Promise((resolve) => setTimeout(resolve, TIMEOUT_MS * 2));
+      onSendDone();
+      return payload;
+    },
+  },
+  async () => ({ ok: true }),
+);
 await app.listen({ port: 0, host: '127.0.0.1' });
 const { port } = app.server.address() as AddressInfo;
 after(async () => {
@@ -56,6 +73,10 @@ function get(path: string): Promise<{ status: number; body: string; ms: number; 
   });
 }
 
+// The first stack traces formatted with the source maps the suite runs with (--enable-source-maps)
+// parse them: a second or more on a busy machine. One untimed round of both kinds of deadline first.
+await Promise.all([get('/never'), get('/started')]);
+
 test('a handler that never answers is answered 500 with the envelope once the time-out has passed', async () => {
   const [stuck, slow] = await Promise.all([get('/never'), get('/slow')]);
   assert.equal(stuck.status, 500);
@@ -74,6 +95,18 @@ test('an answer already started when the deadline passes is cut, not given a sec
   assert.equal(res.status === 200 || res.status === 0, true, `status ${res.status}`);
   assert.ok(res.error, 'the connection was cut');
   assert.ok(res.ms < TIMEOUT_MS + 1_000, `cut after ${res.ms} ms`);
+});
+
+test('a deadline passing while an onSend hook still writes cuts the connection: never 500 with the success body', async () => {
+  const res = await get('/slow-on-send');
+  assert.equal(res.status, 0, `answered ${res.status} ${res.body}`);
+  assert.ok(res.error, 'the connection was cut');
+  assert.ok(res.ms < TIMEOUT_MS + 1_000, `cut after ${res.ms} ms`);
+  // The hook ran to its end (an idempotency record is written), and nothing tried a second answer.
+  await onSendFinished;
+  await new Promise((resolve) => setImmediate(resolve));
+  const headersSent = logged.filter((line) => /ERR_HTTP_HEADERS_SENT|already sent/i.test(line));
+  assert.deepEqual(headersSent, []);
 });
 
 test('a check stops at the first request still within its time and forgets the answered ones', () => {

@@ -13,12 +13,33 @@ test('the committed openapi/openapi.json is what the routes generate (run `npm r
   assert.equal(committed, await generatedDocument());
 });
 
-test('GET /openapi.json needs no key and serves the committed document', async () => {
-  const res = await svc.call('GET', '/openapi.json', { key: null });
+test('GET /openapi.json needs no key and serves the committed document, its server url filled for itself', async () => {
+  const res = await svc.call('GET', '/openapi.json', { key: null, headers: { host: 'api.example.com' } });
   assert.equal(res.status, 200);
   assert.match(String(res.headers['content-type']), /^application\/json/);
-  assert.deepEqual(res.body, JSON.parse(committed));
+  const expected = JSON.parse(committed);
+  expected.servers[0].variables.host.default = 'api.example.com';
+  assert.deepEqual(res.body, expected);
   assert.equal(res.headers['x-ratelimit-limit'], undefined);
+});
+
+test('the server url is an absolute template that resolves to /api/v1 on the serving host', async () => {
+  const [server, ...others] = JSON.parse(committed).servers;
+  assert.equal(others.length, 0);
+  assert.equal(server.url, '{scheme}://{host}/api/v1');
+  assert.deepEqual(server.variables.scheme.enum, ['https', 'http']);
+  assert.deepEqual(
+    [server.variables.scheme.default, server.variables.host.default],
+    ['http', 'localhost:8080'],
+  );
+  const served = async (host: string) =>
+    (await svc.call('GET', '/openapi.json', { key: null, headers: { host } })).body.servers[0].variables;
+  assert.equal((await served('127.0.0.1:39999')).host.default, '127.0.0.1:39999');
+  assert.equal((await served('[::1]:8080')).host.default, '[::1]:8080');
+  // A Host that is not a host name stays out of the document.
+  for (const bad of ['evil.example/"x', 'a b', 'x\\y', '@attacker']) {
+    assert.equal((await served(bad)).host.default, 'localhost', bad);
+  }
 });
 
 test('a bad key on GET /openapi.json is not checked', async () => {
@@ -66,7 +87,7 @@ test('pricing is published as one of the two shapes by role', () => {
   const pricing = doc.components.schemas.Booking.properties.pricing;
   assert.deepEqual(
     pricing.oneOf.map((s: any) => s.$ref ?? s.type),
-    ['#/components/schemas/OriginatorPricing', '#/components/schemas/ExecutorPricing', 'null'],
+    ['#/components/schemas/OriginatorPricing', '#/components/schemas/ExecutorPricing'],
   );
   assert.deepEqual(Object.keys(doc.components.schemas.ExecutorPricing.properties), [
     'currency',

@@ -46,9 +46,10 @@ function deref(node: Json): { node: Json; at: string[] } | null {
   return target ? { node: target, at } : null;
 }
 
+// A path parameter may be empty (`/bookings//external-id`): the router serves it with `id: ""`.
 const templates = Object.keys(doc.paths).map((template) => ({
   template,
-  pattern: new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`),
+  pattern: new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]*')}$`),
   literal: !template.includes('{'),
 }));
 

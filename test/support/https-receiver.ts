@@ -2,6 +2,7 @@
 // recording every request and answering as the test says (status, delay, a hang or a reset), so
 // the sender is exercised over real TLS and TCP, not a mock.
 import { readFileSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -17,12 +18,16 @@ export interface ReceivedRequest {
   /** The body exactly as received, decoded as UTF-8. */
   body: string;
   receivedAt: number;
+  /** When the answer was written whole (Date.now()); absent while it is not, or when it never was. */
+  answeredAt?: number;
 }
 
 export type Behaviour =
   | { status?: number; body?: string; headers?: Record<string, string>; delayMs?: number }
   | { hang: true }
-  | { reset: true };
+  | { reset: true }
+  /** The answer written by the test (a trickle, a reset half-way); `reset` sends an RST. */
+  | { custom: (res: ServerResponse, reset: () => void) => void };
 
 export interface ReceiverOptions {
   /** Serve a self-signed certificate the test CA did not sign, to test TLS refusal. */
@@ -76,16 +81,20 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
         receivedAt: Date.now(),
       };
       requests.push(received);
+      res.once('finish', () => {
+        received.answeredAt = Date.now();
+      });
       for (const wake of waiters) wake();
       const answer = behaviour(received, requests.length);
       if ('hang' in answer) return;
-      if ('reset' in answer) {
+      const reset = () => {
         const tls = req.socket as Socket & { _parent?: unknown };
         const raw = [...sockets].find((s) => s === tls._parent || s.remotePort === tls.remotePort);
         if (raw) raw.resetAndDestroy();
         else req.socket.destroy();
-        return;
-      }
+      };
+      if ('reset' in answer) return reset();
+      if ('custom' in answer) return answer.custom(res, reset);
       const reply = () => {
         res.writeHead(answer.status ?? 200, {
           'content-type': 'text/plain; charset=utf-8',

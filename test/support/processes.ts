@@ -11,7 +11,9 @@ import { pathToFileURL } from 'node:url';
 const CLI = process.env.SVC_TEST_CLI
   ? pathToFileURL(process.env.SVC_TEST_CLI)
   : new URL('../../src/cli.ts', import.meta.url);
-const ENTRY = `import(${JSON.stringify(CLI.href)}).then(async (m) => { process.exitCode = await m.main(process.argv.slice(1)); })`;
+// As bin/svc.js runs it: a failure prints its message and sets the exit code, and the process
+// ends only when nothing holds it up any more (no crash on an unhandled rejection).
+const ENTRY = `import(${JSON.stringify(CLI.href)}).then((m) => m.main(process.argv.slice(1))).then((code) => { process.exitCode = code; }, (error) => { console.error(error instanceof Error ? error.message : error); process.exitCode = 1; })`;
 
 /** The node options scripts/test.mjs gives the suite, passed on to the `svc` it starts. */
 const INHERITED = process.execArgv.filter((a) => a === '--liftoff-only' || a === '--enable-source-maps');

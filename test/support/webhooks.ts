@@ -6,6 +6,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { after } from 'node:test';
 import type { Worker } from '../../src/delivery/worker.js';
 import { startDeliveryWorker } from '../../src/runtime.js';
+import type { Resolver } from '../../src/security/url-guard.js';
 import { startService, type TestService } from './context.js';
 import { type ReceivedRequest, type Receiver, startReceiver } from './https-receiver.js';
 import { createTenant, expectOk, READ_SCOPES, type Tenant, type TenantOptions } from './tenants.js';
@@ -20,16 +21,22 @@ export interface WebhookHarness {
 }
 
 /** A service, a receiver and a worker for one test file, closed after its last test. */
-export async function webhookHarness(env: Record<string, string> = {}): Promise<WebhookHarness> {
+export async function webhookHarness(
+  env: Record<string, string> = {},
+  resolve?: Resolver,
+): Promise<WebhookHarness> {
   const receiver = await startReceiver();
-  const svc = await startService({
-    SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-    SVC_WEBHOOK_CA_FILE: receiver.caFile,
-    SVC_WEBHOOK_RETRY_SCHEDULE: FAST_SCHEDULE,
-    SVC_WEBHOOK_TIMEOUT_MS: '1500',
-    SVC_WEBHOOK_LEASE_SECONDS: '3',
-    ...env,
-  });
+  const svc = await startService(
+    {
+      SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      SVC_WEBHOOK_CA_FILE: receiver.caFile,
+      SVC_WEBHOOK_RETRY_SCHEDULE: FAST_SCHEDULE,
+      SVC_WEBHOOK_TIMEOUT_MS: '1500',
+      SVC_WEBHOOK_LEASE_SECONDS: '3',
+      ...env,
+    },
+    resolve,
+  );
   const worker = await startDeliveryWorker(svc.deps);
   after(async () => {
     await worker.stop(100);

@@ -123,7 +123,7 @@ describe('url: only https on port 443 to public addresses', () => {
       key: t.key,
       body: { url: 'https://internal.example.test/in', events: ['*'] },
     });
-    assertError(res, 400, 'validation_error', { field: 'url' });
+    assertError(res, 400, 'validation_error', { field: 'url', reason: 'not_public' });
     assert.ok(asked.includes('internal.example.test'), 'the name was resolved by the resolver given');
   });
 
@@ -154,11 +154,11 @@ describe('url: the 500-character cap holds for the url as normalised and stored'
     assert.ok(grows.length <= 500);
     assert.ok(new URL(grows).href.length > 500);
     const res = await svc.call('POST', '/webhooks', { key: t.key, body: { url: grows, events: ['*'] } });
-    assertError(res, 400, 'validation_error', { field: 'url' });
+    assertError(res, 400, 'validation_error', { field: 'url', reason: 'too_long' });
     assert.equal(await countOf(t), 0);
     const hook = await create(t);
     const patched = await svc.call('PATCH', `/webhooks/${hook.id}`, { key: t.key, body: { url: grows } });
-    assertError(patched, 400, 'validation_error', { field: 'url' });
+    assertError(patched, 400, 'validation_error', { field: 'url', reason: 'too_long' });
     assert.equal((await svc.call('GET', `/webhooks/${hook.id}`, { key: t.key })).body.url, GOOD);
 
     // Within the cap once encoded: stored in its encoded form.

@@ -15,7 +15,7 @@ const { svc, receiver } = await webhookHarness({
   SVC_WEBHOOK_LEASE_SECONDS: '30',
 });
 
-test('ten deliveries stuck on a hanging receiver do not delay another webhook', async () => {
+test('thirty deliveries stuck on a hanging receiver do not delay another webhook', async () => {
   const slow = `/slow/${randomUUID()}`;
   const fast = `/fast/${randomUUID()}`;
   receiver.respond((req) => (req.path === slow ? { hang: true } : { status: 200 }));
@@ -23,13 +23,21 @@ test('ten deliveries stuck on a hanging receiver do not delay another webhook', 
   const other = await webhookTenant(svc);
   const hook = await createWebhook(svc, stuck, receiver.url(slow), ['booking.created']);
   await createWebhook(svc, other, receiver.url(fast), ['booking.created']);
-  for (let i = 0; i < 10; i++) await putBooking(svc, stuck.organization.id);
+  for (let i = 0; i < 30; i++) await putBooking(svc, stuck.organization.id);
   // The slow receiver now holds its two slots; without the per-webhook bound it would hold all six.
   const until = Date.now() + 5000;
   while (receiver.requests.filter((r) => r.path === slow).length < 2 && Date.now() < until) {
     await new Promise((r) => setTimeout(r, 10));
   }
-  await new Promise((r) => setTimeout(r, 100));
+  // The bound is the claim's: two leased, the other 28 due and waiting for a slot.
+  const states = await svc.db.query<{ status: string; n: number }>(
+    `SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 GROUP BY status ORDER BY status`,
+    [hook.id],
+  );
+  assert.deepEqual(states, [
+    { status: 'delivering', n: 2 },
+    { status: 'pending', n: 28 },
+  ]);
   assert.equal(receiver.requests.filter((r) => r.path === slow).length, 2, 'two in flight, no more');
   const sent = Date.now();
   await putBooking(svc, other.organization.id);

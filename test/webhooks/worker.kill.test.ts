@@ -13,6 +13,7 @@ import { bookingBody } from '../support/feed.js';
 import { startReceiver } from '../support/https-receiver.js';
 import { dataDirAfterInitdb } from '../support/pglite-template.js';
 import { freePort, svc as svcProcess } from '../support/processes.js';
+import { until } from '../support/wait.js';
 import { WEBHOOK_SCOPES } from '../support/webhooks.js';
 
 const TOKEN = 'kill-test-operator-token-0123456789abcdef';
@@ -52,16 +53,6 @@ function svc(args: string[], env: Record<string, string>) {
       : {}),
     ...env,
   });
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) assert.fail(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 async function call(base: string, method: string, path: string, auth: string, body?: unknown) {

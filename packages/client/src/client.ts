@@ -64,8 +64,12 @@ export interface RetryOptions {
 }
 
 export interface ClientOptions {
-  /** The server url including the version prefix, e.g. `https://api.example.com/api/v1`. */
+  /**
+   * Where the API is: its origin (`https://api.example.com`, the client adds `/api/v1`) or the
+   * whole url of the version (`https://api.example.com/api/v1`, also behind a path prefix).
+   */
   baseUrl: string;
+  /** The integration's API key (`svc_live_…` or `svc_test_…`). */
   apiKey: string;
   retry?: RetryOptions;
   fetch?: typeof fetch;
@@ -88,6 +92,38 @@ export class ApiError extends Error {
     super(message);
     this.name = 'ApiError';
   }
+}
+
+/** The path of the version this client speaks; every operation path is under it. */
+const API_PREFIX = '/api/v1';
+
+/**
+ * The url every operation path is appended to. A bare origin gets `/api/v1`; a url that already
+ * ends in `/api/v1` is kept; any other path would only ever answer 404, so it is refused here with
+ * what to write instead.
+ */
+function normalizeBaseUrl(baseUrl: string): string {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new TypeError(
+      `baseUrl must be an absolute http(s) url such as https://api.example.com (given: ${JSON.stringify(baseUrl)})`,
+    );
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw new TypeError(`baseUrl must be an http(s) url (given: ${url.protocol})`);
+  }
+  if (url.search || url.hash || url.username || url.password) {
+    throw new TypeError('baseUrl must not carry a query, a fragment or credentials (the key goes in apiKey)');
+  }
+  const path = url.pathname.replace(/\/+$/, '');
+  if (path === '') return `${url.origin}${API_PREFIX}`;
+  if (path.endsWith(API_PREFIX)) return `${url.origin}${path}`;
+  throw new TypeError(
+    `baseUrl ${url.origin}${path} does not end in ${API_PREFIX}: give the origin (${url.origin}) ` +
+      `or the url of the version (${url.origin}${path.replace(/\/api(\/v\d+)?$/, '')}${API_PREFIX})`,
+  );
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -140,7 +176,10 @@ export function createClient(options: ClientOptions): TypedClient {
   const retries = options.retry?.retries ?? 4;
   const base = options.retry?.baseDelayMs ?? 250;
   const cap = options.retry?.maxDelayMs ?? 8000;
-  const baseUrl = options.baseUrl.replace(/\/+$/, '');
+  const baseUrl = normalizeBaseUrl(options.baseUrl);
+  if (typeof options.apiKey !== 'string' || options.apiKey.trim() === '') {
+    throw new TypeError('apiKey is missing: pass the integration key (svc_live_… or svc_test_…)');
+  }
 
   /** Full jitter: a random wait up to the exponential bound of this retry. */
   const backoff = (retry: number) => Math.floor(random() * Math.min(cap, base * 2 ** retry));

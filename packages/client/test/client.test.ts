@@ -26,7 +26,7 @@ function recording() {
 
 test('the committed generated sources are what openapi/openapi.json gives (npm run generate)', async () => {
   const { schema, operations } = await generatedSources();
-  assert.equal(readFileSync(new URL('../src/schema.d.ts', import.meta.url), 'utf8'), schema);
+  assert.equal(readFileSync(new URL('../src/schema.ts', import.meta.url), 'utf8'), schema);
   assert.equal(readFileSync(new URL('../src/operations.ts', import.meta.url), 'utf8'), operations);
 });
 
@@ -185,4 +185,50 @@ test('retries stop after the configured number', async () => {
   assert.equal(error.status, 502);
   assert.equal(error.code, 'unknown');
   assert.equal(calls.length, 3);
+});
+
+test('the base url may be the origin or end in /api/v1; any other path is refused at construction', async () => {
+  const tenant = await createTenant(svc);
+  const origin = new URL(baseUrl).origin;
+  for (const given of [origin, `${origin}/`, baseUrl, `${baseUrl}/`]) {
+    const { sent, fetch } = recording();
+    const me = await createClient({ baseUrl: given, apiKey: tenant.key, fetch }).getIntegration();
+    assert.equal(me.organization.id, tenant.organization.id, given);
+    assert.equal(sent[0]?.url, `${origin}/api/v1/integrations/me`, given);
+  }
+  // Behind a gateway's path prefix.
+  const urls: string[] = [];
+  const gateway: typeof fetch = async (input) => {
+    urls.push(String(input));
+    return json(200, {});
+  };
+  await createClient({
+    baseUrl: 'https://gw.example/svc/api/v1/',
+    apiKey: 'k',
+    fetch: gateway,
+  }).getIntegration();
+  assert.deepEqual(urls, ['https://gw.example/svc/api/v1/integrations/me']);
+
+  const refused = (baseUrl: string) => {
+    try {
+      createClient({ baseUrl, apiKey: tenant.key });
+    } catch (error) {
+      assert.ok(error instanceof TypeError, String(error));
+      return error.message;
+    }
+    assert.fail(`${baseUrl} was accepted`);
+  };
+  assert.match(
+    refused(`${origin}/api`),
+    /does not end in \/api\/v1: give the origin .* or the url of the version .*\/api\/v1\)/,
+  );
+  assert.match(
+    refused(`${origin}/api/v2`),
+    new RegExp(`give the origin \\(${origin}\\) or the url of the version \\(${origin}/api/v1\\)`),
+  );
+  assert.match(refused('api.example.com/api/v1'), /absolute http\(s\) url/);
+  assert.match(refused('ftp://api.example.com'), /http\(s\) url/);
+  assert.match(refused(`${baseUrl}?key=x`), /query/);
+  assert.throws(() => createClient({ baseUrl, apiKey: '' }), /apiKey is missing/);
+  assert.throws(() => createClient({ baseUrl, apiKey: undefined as unknown as string }), /apiKey is missing/);
 });

@@ -2,11 +2,11 @@
 // to its executor. Lists merge two index-ordered branches (one per side, each served by its own
 // index: bookings_originator, bookings_executor) instead of an OR, which no single index serves.
 import type { Queryable } from '../../db/db.js';
+import type { BookingRow } from '../../domain/booking-view.js';
 import { STATUS_TO_INTERNAL } from '../../domain/bookings.js';
 import type { Position } from '../../http/cursor.js';
 import { afterPosition } from '../pagination.js';
 import type { BookingFilters } from './filters.js';
-import type { BookingRow } from './view.js';
 import { visibleTo } from './visibility.js';
 
 /**

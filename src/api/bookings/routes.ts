@@ -1,5 +1,6 @@
 // GET /bookings and GET /bookings/{id}.
 import type { Queryable } from '../../db/db.js';
+import { bookingView } from '../../domain/booking-view.js';
 import { isUuid } from '../../domain/ids.js';
 import type { CursorCodec } from '../../http/cursor.js';
 import { notFound } from '../../http/errors.js';
@@ -9,7 +10,6 @@ import { Page, readPage } from '../pagination.js';
 import { bookingFilters } from './filters.js';
 import { bookingByExternalId, findBooking, listBookings } from './queries.js';
 import { Booking, BookingIdParams, BookingListQuery } from './schemas.js';
-import { bookingView } from './view.js';
 
 const REFERENCE = /^[0-9]{1,32}$/;
 

@@ -59,9 +59,12 @@ export const OriginatorPricing = Type.Object(
   { additionalProperties: false },
 );
 
-/** The pricing an executor sees: its own net only, never the originator's or its customer's price. */
+/**
+ * The pricing an executor sees: its own net only, never the originator's or its customer's price.
+ * A number, as the contract says: without a stored net there is no executor pricing (absent).
+ */
 export const ExecutorPricing = Type.Object(
-  { currency: Type.String(), net_executor: Nullable(Type.Number()) },
+  { currency: Type.String(), net_executor: Type.Number() },
   { additionalProperties: false },
 );
 
@@ -98,8 +101,8 @@ export const Booking = Type.Object({
   pickup: Nullable(Place),
   destination: Nullable(Place),
   distance_km: Nullable(Type.Number()),
-  // number is null while the passenger has not given it (pending).
-  flight: Nullable(Type.Object({ number: Nullable(Type.String()), pending: Type.Boolean() })),
+  // A string, as the contract says: absent while the passenger has not given it (pending).
+  flight: Nullable(Type.Object({ number: Type.Optional(Type.String()), pending: Type.Boolean() })),
   passengers: Type.Object({
     count: Type.Integer(),
     luggage: Type.Integer(),
@@ -123,7 +126,9 @@ export const Booking = Type.Object({
   }),
   role: Type.Enum([...BOOKING_ROLES]),
   channel: Nullable(Type.Enum([...BOOKING_CHANNELS])),
-  confirmation: Type.Object({ mode: Nullable(Type.String()), confirmed_at: Nullable(DateTime) }),
+  // A string and a date-time, as the contract says: each absent while the platform holds none
+  // (a booking not yet confirmed), never null.
+  confirmation: Type.Object({ mode: Type.Optional(Type.String()), confirmed_at: Type.Optional(DateTime) }),
   event_reference: Nullable(Type.String()),
   created_at: DateTime,
   // Present only with passengers:read / pricing:read: absent, never null, without the scope.
@@ -134,7 +139,8 @@ export const Booking = Type.Object({
       email: Nullable(Type.String()),
     }),
   ),
-  // null with the scope when the platform stored no price.
-  pricing: Type.Optional(Nullable(Pricing)),
+  // An object, as the contract says: absent without the scope, and absent with it when the platform
+  // holds no price for the caller's role (no price stored; for an executor, no net stored). Never null.
+  pricing: Type.Optional(Pricing),
 });
 export type Booking = Static<typeof Booking>;

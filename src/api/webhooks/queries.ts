@@ -173,11 +173,18 @@ export function listDeliveries(q: Queryable, webhookId: string, take: number): P
   );
 }
 
-/** A webhook.test event for one webhook and its delivery, queued at once for the workers. */
+/**
+ * A webhook.test event for one webhook and its delivery, queued at once for the workers; null when
+ * the webhook is gone. Within a transaction: the webhook's row is held (KEY SHARE) until it ends,
+ * so a delete running meanwhile either finished first (null) or waits and takes the new delivery
+ * with it, where inserting the delivery blind failed on the foreign key.
+ */
 export async function queueTest(
   q: Queryable,
   webhook: Pick<WebhookRow, 'id' | 'organization_id'>,
-): Promise<{ event_id: string; delivery_id: string }> {
+): Promise<{ event_id: string; delivery_id: string } | null> {
+  const held = await q.query('SELECT 1 FROM webhooks WHERE id = $1 FOR KEY SHARE', [webhook.id]);
+  if (held.length === 0) return null;
   const [event] = await q.query<{ id: string }>(
     `INSERT INTO events (organization_id, type, resource_type, resource_id)
      VALUES ($1, 'webhook.test', 'webhook', $2) RETURNING id`,
@@ -189,6 +196,6 @@ export async function queueTest(
      VALUES ($1, $2, 'webhook.test', now()) RETURNING id`,
     [webhook.id, eventId],
   );
-  await q.query("SELECT pg_notify('svc_deliveries', '')");
+  await q.query("SELECT pg_notify('svc_deliveries', current_schema())");
   return { event_id: eventId, delivery_id: (delivery as { id: string }).id };
 }

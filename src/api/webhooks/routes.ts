@@ -9,7 +9,13 @@ import { completeWithin } from '../../http/idempotency.js';
 import type { App } from '../../http/kit.js';
 import type { RateLimitStore } from '../../ratelimit/store.js';
 import { generateWebhookSecret, type SecretBox } from '../../security/secrets.js';
-import { type Resolver, type TargetPolicy, TargetRefused, vetTarget } from '../../security/url-guard.js';
+import {
+  type Resolver,
+  type TargetPolicy,
+  type TargetRefusal,
+  TargetRefused,
+  vetTarget,
+} from '../../security/url-guard.js';
 import { Deleted } from '../external-ids/schemas.js';
 import { pageSize } from '../pagination.js';
 import {
@@ -79,19 +85,23 @@ function subscription(request: FastifyRequest, events: string[]): string[] {
   return [...new Set(events)];
 }
 
+const urlRefused = (reason: TargetRefusal, message: string) =>
+  new AppError('validation_error', { field: 'url', reason }, message);
+
 /** The url as it will be stored and called; the 500-character cap holds for that form too. */
 async function target(deps: WebhookRouteDeps, url: string): Promise<string> {
   let href: string;
   try {
     href = (await vetTarget(url, deps.targets.policy, deps.targets.resolve)).url.href;
   } catch (error) {
-    if (error instanceof TargetRefused) throw invalidField('url', error.message);
+    // details.reason names the rule (docs/webhooks.md), e.g. dns_timeout for a name whose DNS is silent.
+    if (error instanceof TargetRefused) throw urlRefused(error.reason, error.message);
     throw error;
   }
   // Normalising percent-encodes non-ASCII paths and punycodes names, so a url of 500 characters
   // or fewer may grow past the cap (and the column's CHECK would answer 500).
   if (href.length > MAX_URL_LENGTH) {
-    throw invalidField('url', `La url, normalizada, no puede superar ${MAX_URL_LENGTH} caracteres.`);
+    throw urlRefused('too_long', `La url, normalizada, no puede superar ${MAX_URL_LENGTH} caracteres.`);
   }
   return href;
 }
@@ -232,6 +242,7 @@ export function webhookRoutes(app: App, deps: WebhookRouteDeps): void {
         });
       }
       const queued = await db.tx((q) => queueTest(q, webhook));
+      if (!queued) throw notFound();
       return reply.code(202).send({ ...queued, status: 'pending' as const });
     },
   );

@@ -101,7 +101,7 @@ export const DELIVERY_STATUSES = ['pending', 'delivering', 'succeeded', 'failed'
 export const WebhookDelivery = Type.Object({
   id: Uuid,
   event_id: Uuid,
-  event_type: Type.String(),
+  event_type: Type.Enum([...EVENT_TYPES]),
   status: Type.Enum([...DELIVERY_STATUSES]),
   attempt: Type.Integer(),
   max_attempts: Type.Integer(),
@@ -123,7 +123,7 @@ export const DeliveryList = Type.Object({ data: Type.Array(WebhookDelivery) });
 export const DeliveryBody = Type.Object({
   id: Uuid,
   type: Type.Enum([...EVENT_TYPES]),
-  version: Type.Literal(1),
+  version: Type.Integer({ const: 1 }),
   created_at: DateTime,
   organization: Type.Object({ id: Uuid }),
   resource: Type.Object({ type: Type.Enum(['booking', 'webhook']), id: Uuid }),

@@ -23,7 +23,7 @@ export function deliveryView(row: DeliveryRow): WebhookDelivery {
   return {
     id: row.id,
     event_id: row.event_id,
-    event_type: row.event_type,
+    event_type: row.event_type as WebhookDelivery['event_type'],
     status: row.status,
     attempt: row.attempt,
     max_attempts: row.max_attempts,

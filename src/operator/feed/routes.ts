@@ -3,7 +3,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { type TSchema, Type } from 'typebox';
 import type { Db, Queryable } from '../../db/db.js';
-import { publishEvents } from '../../delivery/publish.js';
+import { publishCommitted } from '../../delivery/publish.js';
 import { isUuid } from '../../domain/ids.js';
 import { notFound } from '../../http/errors.js';
 import type { App } from '../../http/kit.js';
@@ -32,13 +32,16 @@ function pathIds(params: { id: string; rid: string }): [string, string] {
 
 /**
  * One transaction; a constraint that still refuses the write under a race becomes a 400/409.
- * After the commit the events it wrote are published at once, so the platform's write is in the
- * event log by the time it is answered (workers would publish it within moments anyway).
+ * After the commit the events it wrote are published, together with those of every write that
+ * committed meanwhile (publishCommitted), so the platform's write is in the event log by the time
+ * it is answered (workers would publish it within moments anyway).
  */
 async function inTx<T>(db: Db, fn: (q: Queryable) => Promise<T>, log: FastifyBaseLogger): Promise<T> {
   const result = await db.tx(fn).catch(constraintToClientError);
   // The write has committed: a failure to publish now is the workers' to make good, not a 500.
-  await publishEvents(db).catch((error) => log.warn({ err: error }, 'events left to the workers to publish'));
+  await publishCommitted(db).catch((error) =>
+    log.warn({ err: error }, 'events left to the workers to publish'),
+  );
   return result;
 }
 

@@ -6,8 +6,8 @@
 // shape, and whether `passenger` and `pricing` exist at all. The stored `internal` column (notes,
 // observations, chat, pick-up sign, GPS) is never read here, so no scope can expose it.
 
-import { publicStatus } from '../../domain/bookings.js';
-import type { Booking } from './schemas.js';
+import type { Booking } from '../api/bookings/schemas.js';
+import { publicStatus } from './bookings.js';
 
 type Json = Record<string, unknown>;
 
@@ -110,11 +110,16 @@ function extras(value: unknown) {
   }));
 }
 
-/** The executor sees its own net only: never the originator's price or its customer's. */
+/**
+ * The executor sees its own net only: never the originator's price or its customer's. Undefined
+ * (the property stays absent) when the platform holds no price for this role.
+ */
 function pricing(p: Json | null, role: BookingRole): Booking['pricing'] {
-  if (p === null) return null;
-  if (role === 'executor')
-    return { currency: String(p.currency ?? 'EUR'), net_executor: num(p.net_executor) };
+  if (p === null) return undefined;
+  if (role === 'executor') {
+    const net = num(p.net_executor);
+    return net === null ? undefined : { currency: String(p.currency ?? 'EUR'), net_executor: net };
+  }
   return {
     currency: String(p.currency ?? 'EUR'),
     total: Number(p.total),
@@ -128,6 +133,20 @@ function pricing(p: Json | null, role: BookingRole): Booking['pricing'] {
     payment_status: String(p.payment_status ?? ''),
     paid_at: str(p.paid_at),
   };
+}
+
+/** `number` is a string or absent (while the passenger has not given it), never null. */
+function flightOf(f: Json): NonNullable<Booking['flight']> {
+  const number = str(f.number);
+  return number === null ? { pending: f.pending === true } : { number, pending: f.pending === true };
+}
+
+/** Each member is absent while the platform holds none (a booking not yet confirmed), never null. */
+function confirmationOf(row: BookingRow): Booking['confirmation'] {
+  const out: Booking['confirmation'] = {};
+  if (row.confirmation_mode !== null) out.mode = row.confirmation_mode;
+  if (row.confirmed_at !== null) out.confirmed_at = row.confirmed_at.toISOString();
+  return out;
 }
 
 export function bookingView(row: BookingRow, organizationId: string, scopes: readonly string[]): Booking {
@@ -145,14 +164,14 @@ export function bookingView(row: BookingRow, organizationId: string, scopes: rea
     pickup: place(row.pickup),
     destination: place(row.destination),
     distance_km: row.distance_km,
-    flight: flight === null ? null : { number: str(flight.number), pending: flight.pending === true },
+    flight: flight === null ? null : flightOf(flight),
     passengers: passengers(row.passengers),
     vehicle_category: row.vehicle_category,
     customer: row.customer_id === null ? null : { id: row.customer_id, name: row.customer_name },
     assignment: assignment(row, role),
     role,
     channel: row.channel,
-    confirmation: { mode: row.confirmation_mode, confirmed_at: iso(row.confirmed_at) },
+    confirmation: confirmationOf(row),
     event_reference: row.event_reference,
     created_at: row.created_at.toISOString(),
   };
@@ -160,6 +179,9 @@ export function bookingView(row: BookingRow, organizationId: string, scopes: rea
     const p = row.passenger;
     booking.passenger = { name: str(p?.name), phone: str(p?.phone), email: str(p?.email) };
   }
-  if (scopes.includes('pricing:read')) booking.pricing = pricing(row.pricing, role);
+  if (scopes.includes('pricing:read')) {
+    const priced = pricing(row.pricing, role);
+    if (priced !== undefined) booking.pricing = priced;
+  }
   return booking;
 }

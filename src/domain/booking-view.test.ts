@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { STATUS_TO_INTERNAL } from '../../domain/bookings.js';
-import { type BookingRow, bookingView, roleOf } from './view.js';
+import { type BookingRow, bookingView, roleOf } from './booking-view.js';
+import { STATUS_TO_INTERNAL } from './bookings.js';
 
 const ORIGINATOR = '11111111-1111-4111-8111-111111111111';
 const EXECUTOR = '22222222-2222-4222-8222-222222222222';
@@ -141,7 +141,7 @@ describe('bookingView: fields every role sees', () => {
     }
   });
 
-  test('no link, no customer, no flight, no places are null; numbers stay numbers', () => {
+  test('no link, no customer, no flight, no places are null; no confirmation is absent members', () => {
     const b = bookingView(
       row({
         link_external_id: null,
@@ -164,7 +164,7 @@ describe('bookingView: fields every role sees', () => {
     assert.equal(b.destination, null);
     assert.equal(b.hours, 3.5);
     assert.equal(typeof b.distance_km, 'number');
-    assert.deepEqual(b.confirmation, { mode: null, confirmed_at: null });
+    assert.deepEqual(b.confirmation, {});
   });
 
   test('unassigned booking: external false, driver and vehicle null', () => {

@@ -423,7 +423,7 @@ export interface webhooks {
         put?: never;
         /**
          * booking.created
-         * @description A booking was created. Sent as an HTTP POST to the webhook's url, retried up to 8 times over a little over an hour (3 while your server answers a permanent 4xx). Deduplicate by `X-SVC-Event-Id`: a delivery may arrive more than once.
+         * @description Fires when a booking is created. `changes` is empty and `previous_status` null. Sent as an HTTP POST to the webhook's url, retried up to 8 times over a little over an hour (3 while your server answers a permanent 4xx). Deduplicate by `X-SVC-Event-Id`: a delivery may arrive more than once.
          */
         post: operations["deliverBookingCreated"];
         delete?: never;
@@ -443,7 +443,7 @@ export interface webhooks {
         put?: never;
         /**
          * booking.updated
-         * @description A booking changed (`changes` names the columns). Sent as an HTTP POST to the webhook's url, retried up to 8 times over a little over an hour (3 while your server answers a permanent 4xx). Deduplicate by `X-SVC-Event-Id`: a delivery may arrive more than once.
+         * @description Fires when any other announced field of a booking changes and no other type applies: times, places, passengers, prices, confirmation, and status changes that are none of the others (`en_route` to `in_progress`, to `confirmed`, `unconfirmed` or `rejected`). A booking going from `en_route` to `in_progress` is therefore a `booking.updated`. `changes` names the columns. Sent as an HTTP POST to the webhook's url, retried up to 8 times over a little over an hour (3 while your server answers a permanent 4xx). Deduplicate by `X-SVC-Event-Id`: a delivery may arrive more than once.
          */
         post: operations["deliverBookingUpdated"];
         delete?: never;
@@ -463,7 +463,7 @@ export interface webhooks {
         put?: never;
         /**
          * booking.assigned
-         * @description A booking's driver, vehicle or executor changed. An executor that lost the booking receives `data: null`. Sent as an HTTP POST to the webhook's url, retried up to 8 times over a little over an hour (3 while your server answers a permanent 4xx). Deduplicate by `X-SVC-Event-Id`: a delivery may arrive more than once.
+         * @description Fires when the driver, the vehicle or the executing company of a booking changes (also when a deleted driver or vehicle is cleared from it), and no status type applies. An executor that lost the booking receives it too, with `data: null`; its next read of the booking is a 404. Sent as an HTTP POST to the webhook's url, retried up to 8 times over a little over an hour (3 while your server answers a permanent 4xx). Deduplicate by `X-SVC-Event-Id`: a delivery may arrive more than once.
          */
         post: operations["deliverBookingAssigned"];
         delete?: never;
@@ -483,7 +483,7 @@ export interface webhooks {
         put?: never;
         /**
          * booking.started
-         * @description The service of a booking started. Sent as an HTTP POST to the webhook's url, retried up to 8 times over a little over an hour (3 while your server answers a permanent 4xx). Deduplicate by `X-SVC-Event-Id`: a delivery may arrive more than once.
+         * @description Fires when a booking's status becomes `en_route` (or `in_progress`) from a status that is neither: the driver sets off. Moving on from `en_route` to `in_progress` is a `booking.updated`. Sent as an HTTP POST to the webhook's url, retried up to 8 times over a little over an hour (3 while your server answers a permanent 4xx). Deduplicate by `X-SVC-Event-Id`: a delivery may arrive more than once.
          */
         post: operations["deliverBookingStarted"];
         delete?: never;
@@ -503,7 +503,7 @@ export interface webhooks {
         put?: never;
         /**
          * booking.completed
-         * @description A booking was completed. Sent as an HTTP POST to the webhook's url, retried up to 8 times over a little over an hour (3 while your server answers a permanent 4xx). Deduplicate by `X-SVC-Event-Id`: a delivery may arrive more than once.
+         * @description Fires when a booking's status becomes `completed`. Sent as an HTTP POST to the webhook's url, retried up to 8 times over a little over an hour (3 while your server answers a permanent 4xx). Deduplicate by `X-SVC-Event-Id`: a delivery may arrive more than once.
          */
         post: operations["deliverBookingCompleted"];
         delete?: never;
@@ -523,7 +523,7 @@ export interface webhooks {
         put?: never;
         /**
          * booking.cancelled
-         * @description A booking was cancelled. Sent as an HTTP POST to the webhook's url, retried up to 8 times over a little over an hour (3 while your server answers a permanent 4xx). Deduplicate by `X-SVC-Event-Id`: a delivery may arrive more than once.
+         * @description Fires when a booking's status becomes `cancelled`. Sent as an HTTP POST to the webhook's url, retried up to 8 times over a little over an hour (3 while your server answers a permanent 4xx). Deduplicate by `X-SVC-Event-Id`: a delivery may arrive more than once.
          */
         post: operations["deliverBookingCancelled"];
         delete?: never;
@@ -543,7 +543,7 @@ export interface webhooks {
         put?: never;
         /**
          * booking.no_show
-         * @description The passenger did not show. Sent as an HTTP POST to the webhook's url, retried up to 8 times over a little over an hour (3 while your server answers a permanent 4xx). Deduplicate by `X-SVC-Event-Id`: a delivery may arrive more than once.
+         * @description Fires when a booking's status becomes `no_show`: the passenger did not show. Sent as an HTTP POST to the webhook's url, retried up to 8 times over a little over an hour (3 while your server answers a permanent 4xx). Deduplicate by `X-SVC-Event-Id`: a delivery may arrive more than once.
          */
         post: operations["deliverBookingNoShow"];
         delete?: never;
@@ -563,7 +563,7 @@ export interface webhooks {
         put?: never;
         /**
          * booking.deleted
-         * @description A booking was deleted; `data` is the booking as it was just before. Sent as an HTTP POST to the webhook's url, retried up to 8 times over a little over an hour (3 while your server answers a permanent 4xx). Deduplicate by `X-SVC-Event-Id`: a delivery may arrive more than once.
+         * @description Fires when a booking is deleted; `data` is the booking as it was just before, `changes` is empty. Sent as an HTTP POST to the webhook's url, retried up to 8 times over a little over an hour (3 while your server answers a permanent 4xx). Deduplicate by `X-SVC-Event-Id`: a delivery may arrive more than once.
          */
         post: operations["deliverBookingDeleted"];
         delete?: never;
@@ -583,7 +583,7 @@ export interface webhooks {
         put?: never;
         /**
          * webhook.test
-         * @description Sent only by POST /webhooks/{id}/test: `resource.type` is `webhook`, `changes` empty, `data` null. Sent as an HTTP POST to the webhook's url, retried up to 8 times over a little over an hour (3 while your server answers a permanent 4xx). Deduplicate by `X-SVC-Event-Id`: a delivery may arrive more than once.
+         * @description Sent only by POST /webhooks/{id}/test, to that webhook alone; never in GET /events. `resource.type` is `webhook`, `changes` empty, `data` null. Sent as an HTTP POST to the webhook's url, retried up to 8 times over a little over an hour (3 while your server answers a permanent 4xx). Deduplicate by `X-SVC-Event-Id`: a delivery may arrive more than once.
          */
         post: operations["deliverWebhookTest"];
         delete?: never;
@@ -771,8 +771,9 @@ export interface components {
                 lng: number;
             } | null;
             distance_km: number | null;
+            /** @description `number` is absent while the passenger has not given the flight (`pending: true`); never null. */
             flight: {
-                number: string | null;
+                number?: string;
                 pending: boolean;
             } | null;
             passengers: {
@@ -811,10 +812,11 @@ export interface components {
             role: "originator" | "executor" | "originator_and_executor";
             /** @enum {unknown} */
             channel: "customer_engine" | "public_engine" | "manual" | "bulk_upload" | "recurring" | "api" | null;
+            /** @description Each member is absent while the platform holds none (a booking not yet confirmed); never null. */
             confirmation: {
-                mode: string | null;
+                mode?: string;
                 /** Format: date-time */
-                confirmed_at: string | null;
+                confirmed_at?: string;
             };
             event_reference: string | null;
             /** Format: date-time */
@@ -825,8 +827,8 @@ export interface components {
                 phone: string | null;
                 email: string | null;
             };
-            /** @description Only with scope `pricing:read` (absent otherwise). `OriginatorPricing` when `role` is `originator` or `originator_and_executor`, `ExecutorPricing` when it is `executor`; null when the platform stored no price. */
-            pricing?: components["schemas"]["OriginatorPricing"] | components["schemas"]["ExecutorPricing"] | null;
+            /** @description Only with scope `pricing:read` (absent otherwise). `OriginatorPricing` when `role` is `originator` or `originator_and_executor`, `ExecutorPricing` when it is `executor`. Never null: absent also when the platform holds no price for the role (no price stored; for an executor, no net stored). */
+            pricing?: components["schemas"]["OriginatorPricing"] | components["schemas"]["ExecutorPricing"];
         };
         /**
          * @example {
@@ -946,7 +948,7 @@ export interface components {
         };
         ExecutorPricing: {
             currency: string;
-            net_executor: number | null;
+            net_executor: number;
         };
         /**
          * @example {
@@ -1174,8 +1176,21 @@ export interface components {
         Event: {
             /** Format: uuid */
             id: string;
-            /** @enum {unknown} */
-            type: "booking.created" | "booking.updated" | "booking.assigned" | "booking.started" | "booking.completed" | "booking.cancelled" | "booking.no_show" | "booking.deleted" | "webhook.test";
+            /**
+             * @description When each type fires. A change that fits several is announced once, as the first of `booking.created` or `booking.deleted`, `booking.completed`, `booking.cancelled`, `booking.no_show`, `booking.started`, `booking.assigned`, `booking.updated`; a change of data the API does not show fires nothing.
+             *
+             *     - `booking.created`: a booking is created. `changes` is empty and `previous_status` null.
+             *     - `booking.updated`: any other announced field of a booking changes and no other type applies: times, places, passengers, prices, confirmation, and status changes that are none of the others (`en_route` to `in_progress`, to `confirmed`, `unconfirmed` or `rejected`). A booking going from `en_route` to `in_progress` is therefore a `booking.updated`. `changes` names the columns.
+             *     - `booking.assigned`: the driver, the vehicle or the executing company of a booking changes (also when a deleted driver or vehicle is cleared from it), and no status type applies. An executor that lost the booking receives it too, with `data: null`; its next read of the booking is a 404.
+             *     - `booking.started`: a booking's status becomes `en_route` (or `in_progress`) from a status that is neither: the driver sets off. Moving on from `en_route` to `in_progress` is a `booking.updated`.
+             *     - `booking.completed`: a booking's status becomes `completed`.
+             *     - `booking.cancelled`: a booking's status becomes `cancelled`.
+             *     - `booking.no_show`: a booking's status becomes `no_show`: the passenger did not show.
+             *     - `booking.deleted`: a booking is deleted; `data` is the booking as it was just before, `changes` is empty.
+             *     - `webhook.test`: sent only by POST /webhooks/{id}/test, to that webhook alone; never in GET /events. `resource.type` is `webhook`, `changes` empty, `data` null.
+             * @enum {unknown}
+             */
+            type: "booking.created" | "booking.updated" | "booking.assigned" | "booking.started" | "booking.completed" | "booking.cancelled" | "booking.no_show" | "booking.deleted";
             version: number;
             /** Format: date-time */
             created_at: string;
@@ -1399,7 +1414,8 @@ export interface components {
             id: string;
             /** Format: uuid */
             event_id: string;
-            event_type: string;
+            /** @enum {unknown} */
+            event_type: "booking.created" | "booking.updated" | "booking.assigned" | "booking.started" | "booking.completed" | "booking.cancelled" | "booking.no_show" | "booking.deleted" | "webhook.test";
             /** @enum {unknown} */
             status: "pending" | "delivering" | "succeeded" | "failed" | "dead";
             attempt: number;
@@ -1545,7 +1561,20 @@ export interface components {
         WebhookEvent: {
             /** Format: uuid */
             id: string;
-            /** @enum {unknown} */
+            /**
+             * @description When each type fires. A change that fits several is announced once, as the first of `booking.created` or `booking.deleted`, `booking.completed`, `booking.cancelled`, `booking.no_show`, `booking.started`, `booking.assigned`, `booking.updated`; a change of data the API does not show fires nothing.
+             *
+             *     - `booking.created`: a booking is created. `changes` is empty and `previous_status` null.
+             *     - `booking.updated`: any other announced field of a booking changes and no other type applies: times, places, passengers, prices, confirmation, and status changes that are none of the others (`en_route` to `in_progress`, to `confirmed`, `unconfirmed` or `rejected`). A booking going from `en_route` to `in_progress` is therefore a `booking.updated`. `changes` names the columns.
+             *     - `booking.assigned`: the driver, the vehicle or the executing company of a booking changes (also when a deleted driver or vehicle is cleared from it), and no status type applies. An executor that lost the booking receives it too, with `data: null`; its next read of the booking is a 404.
+             *     - `booking.started`: a booking's status becomes `en_route` (or `in_progress`) from a status that is neither: the driver sets off. Moving on from `en_route` to `in_progress` is a `booking.updated`.
+             *     - `booking.completed`: a booking's status becomes `completed`.
+             *     - `booking.cancelled`: a booking's status becomes `cancelled`.
+             *     - `booking.no_show`: a booking's status becomes `no_show`: the passenger did not show.
+             *     - `booking.deleted`: a booking is deleted; `data` is the booking as it was just before, `changes` is empty.
+             *     - `webhook.test`: sent only by POST /webhooks/{id}/test, to that webhook alone; never in GET /events. `resource.type` is `webhook`, `changes` empty, `data` null.
+             * @enum {unknown}
+             */
             type: "booking.created" | "booking.updated" | "booking.assigned" | "booking.started" | "booking.completed" | "booking.cancelled" | "booking.no_show" | "booking.deleted" | "webhook.test";
             /** @constant */
             version: 1;
@@ -1879,6 +1908,81 @@ export interface components {
                 };
             };
         };
+        /** @description The headers or the body did not arrive whole within the request time-out; the connection is closed. Send the request again. Codes: `request_timeout`. */
+        RequestTimeout: {
+            headers: {
+                "X-SVC-Request-Id": components["headers"]["RequestId"];
+                "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    error: {
+                        /**
+                         * @description Stable: decide by it.
+                         * @enum {unknown}
+                         */
+                        code: components["schemas"]["ErrorCode"];
+                        /** @description For people (Spanish); may change. */
+                        message: string;
+                        /** @description The same value as the `X-SVC-Request-Id` header. */
+                        request_id: string;
+                        details?: components["schemas"]["ErrorDetails"];
+                    };
+                };
+            };
+        };
+        /** @description The request headers are over 16 KiB; the connection is closed. Fix the request. Codes: `headers_too_large`. */
+        HeadersTooLarge: {
+            headers: {
+                "X-SVC-Request-Id": components["headers"]["RequestId"];
+                "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    error: {
+                        /**
+                         * @description Stable: decide by it.
+                         * @enum {unknown}
+                         */
+                        code: components["schemas"]["ErrorCode"];
+                        /** @description For people (Spanish); may change. */
+                        message: string;
+                        /** @description The same value as the `X-SVC-Request-Id` header. */
+                        request_id: string;
+                        details?: components["schemas"]["ErrorDetails"];
+                    };
+                };
+            };
+        };
+        /** @description The process that received the request is shutting down; the connection is closed. Retry at once: another process answers. Codes: `unavailable`. */
+        Unavailable: {
+            headers: {
+                "X-SVC-Request-Id": components["headers"]["RequestId"];
+                "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    error: {
+                        /**
+                         * @description Stable: decide by it.
+                         * @enum {unknown}
+                         */
+                        code: components["schemas"]["ErrorCode"];
+                        /** @description For people (Spanish); may change. */
+                        message: string;
+                        /** @description The same value as the `X-SVC-Request-Id` header. */
+                        request_id: string;
+                        details?: components["schemas"]["ErrorDetails"];
+                    };
+                };
+            };
+        };
     };
     parameters: never;
     requestBodies: never;
@@ -1956,8 +2060,11 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenAnyKey"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listBookings: {
@@ -2092,8 +2199,11 @@ export interface operations {
             400: components["responses"]["BadRequestList"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getBooking: {
@@ -2125,8 +2235,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listCustomers: {
@@ -2182,8 +2295,11 @@ export interface operations {
             400: components["responses"]["BadRequestList"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getCustomer: {
@@ -2229,8 +2345,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listDrivers: {
@@ -2285,8 +2404,11 @@ export interface operations {
             400: components["responses"]["BadRequestList"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getDriver: {
@@ -2331,8 +2453,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listVehicles: {
@@ -2391,8 +2516,11 @@ export interface operations {
             400: components["responses"]["BadRequestList"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getVehicle: {
@@ -2441,8 +2569,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listEvents: {
@@ -2502,8 +2633,11 @@ export interface operations {
             400: components["responses"]["BadRequestList"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getBookingExternalId: {
@@ -2544,8 +2678,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     putBookingExternalId: {
@@ -2595,11 +2732,14 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     deleteBookingExternalId: {
@@ -2633,11 +2773,17 @@ export interface operations {
                     "application/json": components["schemas"]["Deleted"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listWebhooks: {
@@ -2686,8 +2832,11 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     createWebhook: {
@@ -2742,11 +2891,14 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getWebhook: {
@@ -2795,8 +2947,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     deleteWebhook: {
@@ -2830,11 +2985,17 @@ export interface operations {
                     "application/json": components["schemas"]["Deleted"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     updateWebhook: {
@@ -2888,10 +3049,13 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     rotateWebhookSecret: {
@@ -2935,10 +3099,13 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     testWebhook: {
@@ -2974,11 +3141,17 @@ export interface operations {
                     "application/json": components["schemas"]["TestQueued"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listWebhookDeliveries: {
@@ -3034,8 +3207,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getOpenApiDocument: {
@@ -3057,7 +3233,10 @@ export interface operations {
                     "application/json": Record<string, never>;
                 };
             };
+            408: components["responses"]["RequestTimeout"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     deliverBookingCreated: {

@@ -1,0 +1,101 @@
+// The reference of the delivery benchmark: what a team would build instead of the engine. A durable
+// PostgreSQL queue (graphile-worker, run in this process through its library API) that fetches jobs
+// in batches into a local queue and completes them in batches, with one task that signs the body the
+// way the engine does and POSTs it with undici. A process of its own, as `svc worker` is.
+//
+//   node --import tsx bench/webhook-reference.ts      (settings in REF_* variables, below)
+//
+// The jobs are added by the benchmark's feed (bench/lib/reference.ts), one per (event, webhook), in
+// the transaction that writes the event. Prints "reference worker started" once it runs; SIGTERM
+// stops it cleanly (jobs in flight finish, the local queue is handed back).
+import { createHmac } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { rootCertificates } from 'node:tls';
+import { Logger, run, type Task } from 'graphile-worker';
+import { Agent } from 'undici';
+
+const env = (name: string): string => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is required`);
+  return value;
+};
+
+const concurrency = Number(env('REF_CONCURRENCY'));
+const timeoutMs = Number(env('REF_TIMEOUT_MS'));
+const localQueueSize = Number(env('REF_LOCAL_QUEUE'));
+/** Index -> { url, secret }: the webhooks, as a real service would cache them. */
+const hooks = JSON.parse(env('REF_WEBHOOKS')) as { url: string; secret: string }[];
+const targets = hooks.map((h) => {
+  const u = new URL(h.url);
+  return { origin: u.origin, path: `${u.pathname}${u.search}`, secret: h.secret };
+});
+
+const agent = new Agent({
+  headersTimeout: timeoutMs,
+  bodyTimeout: timeoutMs,
+  connect: { timeout: timeoutMs, ca: [...rootCertificates, readFileSync(env('REF_CA_FILE'), 'utf8')] },
+});
+
+interface Payload {
+  webhook: number;
+  event: { id: string; type: string };
+}
+
+const deliver: Task = async (payload, helpers) => {
+  const { webhook, event } = payload as Payload;
+  const target = targets[webhook];
+  if (!target) throw new Error(`no webhook ${webhook}`);
+  const body = JSON.stringify(event);
+  const timestamp = Math.floor(Date.now() / 1000);
+  const signature = `v1=${createHmac('sha256', target.secret).update(`${timestamp}.${body}`).digest('hex')}`;
+  const res = await agent.request({
+    origin: target.origin,
+    path: target.path,
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'user-agent': 'SVC-Webhooks/1',
+      'x-svc-event': event.type,
+      'x-svc-event-id': event.id,
+      'x-svc-delivery': helpers.job.id,
+      'x-svc-attempt': String(helpers.job.attempts),
+      'x-svc-timestamp': String(timestamp),
+      'x-svc-signature': signature,
+    },
+    body,
+  });
+  await res.body.dump({ limit: 1024 });
+  if (res.statusCode < 200 || res.statusCode >= 300) throw new Error(`HTTP ${res.statusCode}`);
+};
+
+const quiet = new Logger(() => (level, message) => {
+  if (level === 'error' || level === 'warning') process.stderr.write(`[${level}] ${message}\n`);
+});
+
+const runner = await run({
+  taskList: { deliver },
+  noHandleSignals: true,
+  logger: quiet,
+  preset: {
+    worker: {
+      connectionString: env('REF_DATABASE_URL'),
+      schema: env('REF_SCHEMA'),
+      concurrentJobs: concurrency,
+      maxPoolSize: Math.max(10, concurrency + 2),
+      localQueue: { size: localQueueSize },
+      completeJobBatchDelay: 0,
+      failJobBatchDelay: 0,
+    },
+  },
+});
+process.stdout.write('reference worker started\n');
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    void runner
+      .stop()
+      .then(() => agent.close())
+      .finally(() => process.exit(0));
+  });
+}
+await runner.promise;

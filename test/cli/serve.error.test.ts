@@ -1,0 +1,57 @@
+// `svc serve` on a port already taken: it says which port and exits non-zero at once, for the
+// public API's port and the operator API's alike, instead of staying up with no listener.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { dataDirAfterInitdb } from '../support/pglite-template.js';
+import { freePort, svc } from '../support/processes.js';
+
+const TOKEN = 'cli-test-operator-token-0123456789abcdef';
+
+const dataDir = await dataDirAfterInitdb(await mkdtemp(join(tmpdir(), 'svc-busy-port-')));
+after(() => rm(dataDir, { recursive: true, force: true }));
+
+/** Something else listening on a loopback port for the duration of one test. */
+async function occupy(port: number): Promise<Server> {
+  const server = createServer((socket) => socket.destroy());
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return server;
+}
+
+/** Starts serve with `busy` taken; resolves with its exit code and output, or fails if it is still up. */
+async function serveOnBusyPort(which: 'SVC_PORT' | 'SVC_OPERATOR_PORT') {
+  const [port, operatorPort] = [await freePort(), await freePort()];
+  const busy = which === 'SVC_PORT' ? port : operatorPort;
+  const other = await occupy(busy);
+  try {
+    const server = svc(['serve'], {
+      SVC_DATA_DIR: dataDir,
+      SVC_HOST: '127.0.0.1',
+      SVC_PORT: String(port),
+      SVC_OPERATOR_PORT: String(operatorPort),
+      SVC_OPERATOR_TOKEN: TOKEN,
+      DATABASE_URL: '',
+    });
+    await server.waitFor(/EADDRINUSE|in use/, 60_000);
+    // Once it has said so, it is gone within moments: nothing is left holding it up.
+    const code = await Promise.race([
+      server.exited(),
+      new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), 5_000).unref()),
+    ]);
+    return { code, output: server.output(), busy };
+  } finally {
+    await new Promise<void>((resolve) => other.close(() => resolve()));
+  }
+}
+
+for (const which of ['SVC_PORT', 'SVC_OPERATOR_PORT'] as const) {
+  test(`${which} already in use: a clear message and a non-zero exit at once`, async () => {
+    const { code, output, busy } = await serveOnBusyPort(which);
+    assert.notEqual(code, 'still running', `serve kept running without a listener:\n${output}`);
+    assert.notEqual(code, 0, output);
+    assert.match(output, new RegExp(`${which}.*${busy}.*already in use`), output);
+  });
+}

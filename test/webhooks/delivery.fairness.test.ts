@@ -1,0 +1,65 @@
+// One webhook's backlog never holds up another tenant: the claim takes each webhook's oldest due
+// rows, within its bound, however deep any backlog is, and the worker sleeps while everything due
+// waits for a slot instead of asking again and again.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { test } from 'node:test';
+import { publishEvents } from '../../src/delivery/publish.js';
+import { putBooking } from '../support/feed.js';
+import { createWebhook, webhookHarness, webhookTenant } from '../support/webhooks.js';
+
+const { svc, receiver } = await webhookHarness({
+  SVC_WEBHOOK_CONCURRENCY: '8',
+  SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK: '4',
+  // No hanging attempt ends during the test.
+  SVC_WEBHOOK_TIMEOUT_MS: '30000',
+  SVC_WEBHOOK_LEASE_SECONDS: '60',
+});
+
+const claims = async () => {
+  const metric = await svc.deps.metrics.registry.getSingleMetric('svc_webhook_claims_total')?.get();
+  return metric?.values[0]?.value ?? 0;
+};
+
+test('2,000 due deliveries on a hanging receiver: another organization is served within a second', async () => {
+  const slow = `/slow/${randomUUID()}`;
+  const fast = `/fast/${randomUUID()}`;
+  receiver.respond((req) => (req.path === slow ? { hang: true } : { status: 200 }));
+  const stuck = await webhookTenant(svc);
+  const other = await webhookTenant(svc);
+  await createWebhook(svc, stuck, receiver.url(slow), ['booking.created']);
+  await createWebhook(svc, other, receiver.url(fast), ['booking.created']);
+  // A bulk import: 2,000 bookings in one statement, 2,000 deliveries due at once.
+  await svc.db.query(
+    `INSERT INTO bookings (id, originator_organization_id, reference, status, service_type, pickup_at, passengers)
+     SELECT gen_random_uuid(), $1, $2 || n, 'solicitada', 'transfer', now(), '{}'
+     FROM generate_series(1000, 2999) AS n`,
+    [stuck.organization.id, stuck.organization.code],
+  );
+  await publishEvents(svc.db);
+  const [queued] = await svc.db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+     WHERE w.organization_id = $1`,
+    [stuck.organization.id],
+  );
+  assert.equal(queued?.n, 2000);
+  const until = Date.now() + 10_000;
+  while (receiver.requests.filter((r) => r.path === slow).length < 4) {
+    assert.ok(Date.now() < until, 'the hanging receiver got its four attempts');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+
+  // Blocked: everything due waits for a slot of the hanging webhook. The worker sleeps.
+  const before = await claims();
+  await new Promise((r) => setTimeout(r, 1000));
+  const blockedClaims = (await claims()) - before;
+  assert.ok(blockedClaims <= 3, `${blockedClaims} claims in a second while blocked`);
+
+  const sent = Date.now();
+  await putBooking(svc, other.organization.id);
+  while (!receiver.requests.some((r) => r.path === fast)) {
+    assert.ok(Date.now() - sent < 1000, 'the other organization waited behind the backlog');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  assert.equal(receiver.requests.filter((r) => r.path === slow).length, 4, 'four in flight, no more');
+});
