@@ -112,6 +112,8 @@ export async function deliveriesUntil(
   timeoutMs = 10_000,
 ): Promise<DeliveryView[]> {
   const until = Date.now() + timeoutMs;
+  // Polls soon at first, then less often: a long wait stays well inside the key's rate limit.
+  let pause = 25;
   for (;;) {
     const res = await svc.call('GET', `/webhooks/${webhookId}/deliveries?limit=100`, { key: t.key });
     assert.equal(res.status, 200, res.text);
@@ -119,7 +121,8 @@ export async function deliveriesUntil(
     if (done(data)) return data;
     if (Date.now() > until)
       assert.fail(`deliveries never reached the expected state: ${JSON.stringify(data)}`);
-    await new Promise((r) => setTimeout(r, 25));
+    await new Promise((r) => setTimeout(r, pause));
+    pause = Math.min(pause * 1.5, 250);
   }
 }
 

@@ -148,9 +148,7 @@ test('each misbehaving receiver ends in its documented state within its time-out
   assert.equal(healthyDelivery?.status, 'succeeded');
 });
 
-test('another organization’s deliveries stay on time meanwhile', {
-  todo: 'the first one after the burst waits about one attempt time-out (3.0 s measured on both databases): the engine, not the sender',
-}, () => {
+test('another organization’s deliveries stay on time meanwhile', () => {
   // Within one attempt time-out: never queued behind the receivers that hold their connections.
   assert.equal(lags.length, 3);
   assert.ok(Math.max(...lags) < TIMEOUT_MS, `healthy deliveries took ${lags.join(', ')} ms`);
