@@ -52,6 +52,7 @@ describe('configuration', () => {
     assert.equal(loadConfig({ NODE_ENV: 'production' }).logFormat, 'json');
     assert.equal(config.trustProxy, false);
     assert.equal(config.dbPoolWaitMs, 2000);
+    assert.equal(config.dbPoolSize, 20);
     assert.equal(config.shutdownGraceMs, 10_000);
   });
 
@@ -96,6 +97,7 @@ describe('configuration', () => {
       SVC_WEBHOOK_CONCURRENCY: '10',
       SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK: '3',
       SVC_WEBHOOK_WORKER: 'off',
+      SVC_DB_POOL_SIZE: '7',
     });
     assert.deepEqual(
       { ...config, masterKey: config.masterKey?.toString('hex') },
@@ -117,6 +119,7 @@ describe('configuration', () => {
         authCacheTtlMs: 0,
         statementTimeoutMs: 2500,
         dbPoolWaitMs: 700,
+        dbPoolSize: 7,
         requestTimeoutMs: 9000,
         shutdownGraceMs: 2500,
         trustProxy: true,

@@ -58,6 +58,8 @@ export interface Config {
   statementTimeoutMs: number;
   /** How long a query may wait for a pooled connection before the request answers 500. */
   dbPoolWaitMs: number;
+  /** PostgreSQL connections per process: the API's transactions and the delivery engine share them. */
+  dbPoolSize: number;
   /** A request not received whole within this time is dropped (slow clients, slowloris). */
   requestTimeoutMs: number;
   /** After SIGTERM, how long requests in flight (and later, jobs) may take before they are cut. */
@@ -220,6 +222,7 @@ export function loadConfig(env: Env = process.env): Config {
     authCacheTtlMs: int(env, 'SVC_AUTH_CACHE_TTL_MS', 5000, 0, 60_000),
     statementTimeoutMs: int(env, 'SVC_DB_STATEMENT_TIMEOUT_MS', 15_000, 100, 600_000),
     dbPoolWaitMs: int(env, 'SVC_DB_POOL_WAIT_MS', 2000, 50, 60_000),
+    dbPoolSize: int(env, 'SVC_DB_POOL_SIZE', 20, 2, 1000),
     requestTimeoutMs: int(env, 'SVC_REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000),
     shutdownGraceMs: int(env, 'SVC_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     trustProxy: trustProxy(env, 'SVC_TRUST_PROXY'),

@@ -29,6 +29,7 @@ export async function openDatabase(config: Config, logger = createLogger(config.
       url: config.databaseUrl,
       statementTimeoutMs: config.statementTimeoutMs,
       connectionTimeoutMs: config.dbPoolWaitMs,
+      max: config.dbPoolSize,
       onIdleError: (error) =>
         logger.warn({ err: error }, 'an idle database connection broke; the pool drops it'),
     });
