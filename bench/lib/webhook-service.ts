@@ -41,6 +41,9 @@ export async function serviceEnv(
     SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
     SVC_WEBHOOK_CA_FILE: caFile,
     ...(database.kind === 'postgres' ? { DATABASE_URL: database.url } : { SVC_DATA_DIR: database.dataDir }),
+    // The engine's settings given to the benchmark (SVC_WEBHOOK_BATCH_MS=0 npm run bench:webhooks …)
+    // reach every process of the service: experiments need no code change.
+    ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('SVC_WEBHOOK_'))),
     ...extra,
   };
   return {
