@@ -39,8 +39,11 @@ export interface Claimed extends AttemptContext {
  * statement. Fair by construction:
  * - it walks the webhooks that have waiting deliveries (a skip scan of the queue index, one probe
  *   per webhook, however deep any backlog is) and takes from each only its oldest due rows, up to
- *   what the per-webhook bound leaves free counting the attempts other workers hold; so a webhook
- *   with thousands of due rows offers no more candidates than one with a single row;
+ *   what `perWebhook` leaves free; so a webhook with thousands of due rows offers no more
+ *   candidates than one with a single row;
+ * - a webhook whose deliveries another worker holds is left to that worker until they are all
+ *   ended or their leases expired: the worker that holds a webhook's deliveries is the one that
+ *   bounds its attempts in flight, and it may hold more than it sends (its local queue);
  * - the candidates are then taken in turns across organizations: every organization's first
  *   candidate before any organization's second.
  * SKIP LOCKED lets workers claim side by side; status and due time are checked again on the
@@ -59,7 +62,9 @@ const CLAIM_SQL = `
             ORDER BY d.webhook_id LIMIT 1)
     FROM hooks h WHERE h.webhook_id IS NOT NULL
   ), busy AS (
-    SELECT webhook_id, count(*) AS n FROM webhook_deliveries
+    SELECT webhook_id, count(*) FILTER (WHERE lease_owner = $6) AS mine,
+           count(*) FILTER (WHERE lease_owner IS DISTINCT FROM $6) AS others
+    FROM webhook_deliveries
     WHERE status = 'delivering' AND id <> ALL ($5::uuid[])
     GROUP BY webhook_id
   ), candidates AS (
@@ -74,7 +79,7 @@ const CLAIM_SQL = `
       FROM webhook_deliveries d
       WHERE d.webhook_id = h.webhook_id AND d.status IN ('pending', 'failed') AND d.next_retry_at <= now()
       ORDER BY d.next_retry_at, d.event_id
-      LIMIT greatest($2 - coalesce(b.n, 0), 0)
+      LIMIT CASE WHEN coalesce(b.others, 0) > 0 THEN 0 ELSE greatest($2 - coalesce(b.mine, 0), 0) END
     ) x
   ), picked AS (
     SELECT w.id FROM webhook_deliveries w JOIN candidates c ON c.id = w.id
@@ -83,7 +88,7 @@ const CLAIM_SQL = `
     FOR UPDATE OF w SKIP LOCKED
   ), claimed AS (
     UPDATE webhook_deliveries d
-    SET status = 'delivering', attempt = d.attempt + 1, lease_token = $3,
+    SET status = 'delivering', attempt = d.attempt + 1, lease_token = $3, lease_owner = $6,
         lease_until = now() + make_interval(secs => $4::float8 / 1000)
     FROM picked WHERE d.id = picked.id
     RETURNING d.id, d.webhook_id, d.event_id, d.attempt, d.replayed_from, d.lease_token
@@ -118,20 +123,28 @@ export interface ClaimResult {
   nextDueMs: number | null;
 }
 
-export async function claimDeliveries(
-  q: Queryable,
-  take: number,
-  perWebhook: number,
-  leaseToken: string,
-  leaseMs: number,
-  ending: readonly string[] = [],
-): Promise<ClaimResult> {
+export interface ClaimRequest {
+  /** Deliveries wanted at most. */
+  take: number;
+  /** Deliveries of one webhook this worker may hold at once (in flight and queued behind them). */
+  perWebhook: number;
+  /** The lease of this claim: an outcome is written only with it. */
+  leaseToken: string;
+  leaseMs: number;
+  /** The worker claiming: a webhook another worker holds deliveries of is left to that worker. */
+  owner: string;
+  /** This worker's deliveries whose outcome is being written at the same moment: no longer held. */
+  ending?: readonly string[];
+}
+
+export async function claimDeliveries(q: Queryable, r: ClaimRequest): Promise<ClaimResult> {
   const rows = await q.query<Claimed & { next_due_ms: string | number | null }>(CLAIM_SQL, [
-    take,
-    perWebhook,
-    leaseToken,
-    leaseMs,
-    ending,
+    r.take,
+    r.perWebhook,
+    r.leaseToken,
+    r.leaseMs,
+    r.ending ?? [],
+    r.owner,
   ]);
   const due = rows[0]?.next_due_ms;
   return {
@@ -287,6 +300,23 @@ export async function releaseLeases(q: Queryable, claimed: readonly Pick<Claimed
          next_retry_at = CASE WHEN d.attempt >= d.max_attempts THEN NULL ELSE now() END,
          last_status = NULL, last_error = 'intento interrumpido: el proceso se detuvo',
          lease_until = NULL, lease_token = NULL
+     FROM unnest($1::uuid[], $2::uuid[]) AS r(id, token)
+     WHERE d.id = r.id AND d.lease_token = r.token AND d.status = 'delivering'`,
+    [claimed.map((c) => c.id), claimed.map((c) => c.lease_token)],
+  );
+}
+
+/**
+ * Gives back deliveries claimed ahead and never attempted (a worker stopping, or a lease too near
+ * its end to start an attempt in it): as they were before the claim, due at once, the attempt
+ * number not counted.
+ */
+export async function returnUnsent(q: Queryable, claimed: readonly Pick<Claimed, 'id' | 'lease_token'>[]) {
+  if (claimed.length === 0) return;
+  await q.query(
+    `UPDATE webhook_deliveries d
+     SET status = CASE WHEN d.attempt - 1 = 0 THEN 'pending' ELSE 'failed' END,
+         attempt = d.attempt - 1, next_retry_at = now(), lease_until = NULL, lease_token = NULL
      FROM unnest($1::uuid[], $2::uuid[]) AS r(id, token)
      WHERE d.id = r.id AND d.lease_token = r.token AND d.status = 'delivering'`,
     [claimed.map((c) => c.id), claimed.map((c) => c.lease_token)],

@@ -4,8 +4,14 @@
 //
 // One loop does the database work, in rounds: publish what the outbox holds, write the outcomes of
 // the attempts that ended (gathered for SVC_WEBHOOK_BATCH_MS), and, side by side with that write,
-// claim as many deliveries as slots are free. So a busy worker spends two short statements on a
-// whole batch of deliveries, not two transactions on each.
+// claim deliveries. So a busy worker spends two short statements on a whole batch of deliveries,
+// not two transactions on each.
+//
+// The worker claims ahead: for each webhook it holds up to twice its bound on attempts in flight,
+// the rest waiting in a local queue, so an attempt that ends is followed at once by the next one of
+// its webhook instead of after a round trip to the database. A webhook's deliveries are held by
+// one worker at a time (the claim leaves a webhook to the worker that holds some of its
+// deliveries), so the bound on its attempts in flight stays global.
 //
 // It wakes on NOTIFY (an event committed, a delivery queued, within milliseconds), when its
 // attempts end, when the earliest retry falls due, and at the latest every POLL_MS, so a lost
@@ -32,6 +38,7 @@ import {
   recordOutcomes,
   releaseExpiredLeases,
   releaseLeases,
+  returnUnsent,
 } from './store.js';
 
 export const POLL_MS = 1000;
@@ -73,8 +80,17 @@ function notSendable(ctx: AttemptContext): string | null {
 
 export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   const { db, config, logger, metrics } = deps;
+  /** Who this worker is, for the claim: the webhooks whose deliveries it holds stay its own. */
+  const owner = randomUUID();
   /** Attempts under way. */
   const running = new Map<string, { claimed: Claimed; done: Promise<void> }>();
+  /** Attempts under way, by webhook (at most config.concurrencyPerWebhook each). */
+  const sending = new Map<string, number>();
+  /** Deliveries claimed ahead, by webhook, in the order they are to be attempted. */
+  const held = new Map<string, { claimed: Claimed; leaseEndsAt: number }[]>();
+  let heldCount = 0;
+  /** Claimed ahead but not attempted in time: given back in the next round. */
+  const unsent: Claimed[] = [];
   /** Attempts that ended, outcome not yet written; each with when its lease ends, by our clock. */
   let ended: (Outcome & { leaseEndsAt: number })[] = [];
   let stopping = false;
@@ -199,6 +215,8 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   }
 
   function start(claimed: Claimed, leaseEndsAt: number) {
+    const webhook = claimed.webhook_id;
+    sending.set(webhook, (sending.get(webhook) ?? 0) + 1);
     const done = attempt(claimed)
       .then((recorded) => {
         ended.push({ claimed, recorded, leaseEndsAt });
@@ -206,9 +224,37 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       .catch((error) => report(error, 'webhook attempt failed; the lease will return it to the queue'))
       .finally(() => {
         running.delete(claimed.id);
+        const left = (sending.get(webhook) ?? 1) - 1;
+        if (left === 0) sending.delete(webhook);
+        else sending.set(webhook, left);
+        pump(webhook);
         gather();
       });
     running.set(claimed.id, { claimed, done });
+  }
+
+  /**
+   * Starts held deliveries while slots are free: first the webhook whose attempt just ended, then
+   * the others in the order they were first held. An attempt starts only with time left in its
+   * lease for a whole attempt; a delivery held longer than that is given back.
+   */
+  function pump(first?: string) {
+    if (stopping) return;
+    const order = first && held.has(first) ? [first, ...held.keys()] : held.keys();
+    for (const webhook of order) {
+      const queue = held.get(webhook);
+      if (!queue) continue;
+      while (queue.length > 0 && running.size < config.concurrency) {
+        if ((sending.get(webhook) ?? 0) >= config.concurrencyPerWebhook) break;
+        const next = queue.shift() as { claimed: Claimed; leaseEndsAt: number };
+        heldCount--;
+        if (next.leaseEndsAt - Date.now() < config.timeoutMs + LEASE_MARGIN_MS) unsent.push(next.claimed);
+        else start(next.claimed, next.leaseEndsAt);
+      }
+      if (queue.length === 0) held.delete(webhook);
+      if (running.size >= config.concurrency) break;
+    }
+    if (unsent.length > 0) wake();
   }
 
   let writeRetryMs = WRITE_RETRY_MS;
@@ -277,28 +323,39 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     const writable = Date.now() >= writeRetryAt;
     const batch = writable ? ended.splice(0) : [];
     if (!writable) waitMs = Math.min(waitMs, writeRetryAt - Date.now());
-    // The slots of the batch being written are free: the claim counts them so, here and in the
-    // per-webhook bound.
-    const free = stopping ? 0 : config.concurrency - running.size - ended.length;
+    const giveBack = unsent.splice(0);
+    // The worker holds up to twice what it sends: attempts in flight and as many queued behind them.
+    // The deliveries of the batch being written are no longer held: the claim counts them so, here
+    // and in the per-webhook bound.
+    const free = stopping ? 0 : 2 * config.concurrency - running.size - heldCount - ended.length;
     const claimSentAt = Date.now();
     if (free > 0) metrics?.claims.inc();
     const [claim] = await Promise.all([
       free > 0
-        ? claimDeliveries(
-            db,
-            free,
-            config.concurrencyPerWebhook,
-            randomUUID(),
-            config.leaseMs,
-            batch.map((o) => o.claimed.id),
-          )
+        ? claimDeliveries(db, {
+            take: free,
+            perWebhook: 2 * config.concurrencyPerWebhook,
+            leaseToken: randomUUID(),
+            leaseMs: config.leaseMs,
+            owner,
+            ending: batch.map((o) => o.claimed.id),
+          })
         : null,
       write(batch),
+      returnUnsent(db, giveBack).catch((error) => {
+        report(error, 'deliveries claimed ahead not given back; their leases will return them');
+      }),
     ]);
     if (ended.length > 0) waitMs = Math.min(waitMs, Math.max(writeRetryAt - Date.now(), 1));
     if (!claim) return waitMs;
     const leaseEndsAt = claimSentAt + config.leaseMs;
-    for (const c of claim.claimed) start(c, leaseEndsAt);
+    for (const claimed of claim.claimed) {
+      const queue = held.get(claimed.webhook_id);
+      if (queue) queue.push({ claimed, leaseEndsAt });
+      else held.set(claimed.webhook_id, [{ claimed, leaseEndsAt }]);
+      heldCount++;
+    }
+    pump();
     if (claim.claimed.length === free) return 0;
     const retryIn = retryDueAt - Date.now();
     retryDueAt = Number.POSITIVE_INFINITY;
@@ -330,6 +387,12 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       clearTimeout(timer);
       if (gathering) clearTimeout(gathering);
       await write(ended.splice(0));
+      const ahead = [...held.values()].flat().map((h) => h.claimed);
+      held.clear();
+      heldCount = 0;
+      await returnUnsent(db, ahead.concat(unsent.splice(0))).catch((error) =>
+        report(error, 'deliveries claimed ahead not given back; their leases will return them'),
+      );
       const left = [...running.values()]
         .map((f) => f.claimed as Outcome['claimed'])
         .concat(ended.map((o) => o.claimed));

@@ -13,8 +13,12 @@ CREATE INDEX event_outbox_order ON event_outbox (seq);
 -- Events ids sort like the events, so ties of one due time come out in event order.
 CREATE INDEX webhook_deliveries_queue ON webhook_deliveries (webhook_id, next_retry_at, event_id)
   WHERE status IN ('pending', 'failed');
--- What each webhook has in flight, for the per-webhook bound.
-CREATE INDEX webhook_deliveries_in_flight ON webhook_deliveries (webhook_id) WHERE status = 'delivering';
+-- What each webhook has in flight, for the per-webhook bound, and which worker holds it: a worker
+-- claims ahead (a local queue behind the attempts it is making) only for webhooks no other worker
+-- holds, so the bound on attempts in flight stays global.
+ALTER TABLE webhook_deliveries ADD COLUMN lease_owner uuid;
+CREATE INDEX webhook_deliveries_in_flight ON webhook_deliveries (webhook_id, lease_owner)
+  WHERE status = 'delivering';
 
 -- An operator's replay puts a dead delivery back under its id; its attempts then count again from
 -- the attempt it had reached (the retry schedule starts over, attempt keeps growing).
