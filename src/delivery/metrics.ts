@@ -53,6 +53,9 @@ export function createDeliveryMetrics(registry: Registry, db: Queryable): Delive
       registers: [registry],
     }),
   };
+  // Every outcome is a series from the start, at 0: a worker that has attempted nothing yet (a
+  // scaled-out worker whose webhooks another holds) still shows the series a rate() reads.
+  for (const outcome of ['succeeded', 'failed', 'dead', 'not_sent']) metrics.attempts.inc({ outcome }, 0);
   made.set(registry, metrics);
   return metrics;
 }

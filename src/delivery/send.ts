@@ -68,6 +68,9 @@ const MAX_PINNED_HOSTS = 1000;
 
 class DeadlineExceeded extends Error {}
 
+/** How long one address of a host is tried before the next is tried beside it. */
+const HAPPY_EYEBALLS_MS = 2000;
+
 export function createSender(options: SenderOptions): Sender {
   const { policy, resolve = defaultResolver, timeoutMs } = options;
   const pinned = new Map<string, Address[]>();
@@ -75,6 +78,11 @@ export function createSender(options: SenderOptions): Sender {
     connections: options.connections ?? null,
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs,
+    // A host with several addresses is tried address after address (happy eyeballs), each for this
+    // long. Node's 250 ms counts event-loop time: a busy worker that resumed late gave up on a
+    // receiver already answering, and the attempt failed as a time-out after 300 ms.
+    autoSelectFamily: true,
+    autoSelectFamilyAttemptTimeout: Math.min(timeoutMs, HAPPY_EYEBALLS_MS),
     connect: {
       timeout: timeoutMs,
       lookup: pinnedLookup(pinned),

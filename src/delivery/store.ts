@@ -1,6 +1,6 @@
 // SQL of the delivery engine. Every statement is short: a worker claims deliveries and commits,
 // makes its HTTP attempts with no transaction open, then records each outcome in one statement.
-import type { Queryable } from '../db/db.js';
+import type { Db, Queryable } from '../db/db.js';
 import { CONSECUTIVE_FAILURES_TO_DISABLE, MAX_ATTEMPTS } from './policy.js';
 
 /** Everything one attempt needs, read at the claim (scopes and url may change between attempts). */
@@ -137,15 +137,27 @@ export interface ClaimRequest {
   ending?: readonly string[];
 }
 
-export async function claimDeliveries(q: Queryable, r: ClaimRequest): Promise<ClaimResult> {
-  const rows = await q.query<Claimed & { next_due_ms: string | number | null }>(CLAIM_SQL, [
-    r.take,
-    r.perWebhook,
-    r.leaseToken,
-    r.leaseMs,
-    r.ending ?? [],
-    r.owner,
-  ]);
+/** Claims take turns under this lock (see claimDeliveries). */
+const CLAIM_LOCK = 734_110_903;
+
+/**
+ * Runs the claim in a transaction that first takes the claim lock: the claim's statement then starts
+ * after every claim before it committed and sees what they took. Without the turns, two workers
+ * claiming at the same moment could both find a webhook held by nobody and both take it, each up to
+ * the bound.
+ */
+export async function claimDeliveries(db: Db, r: ClaimRequest): Promise<ClaimResult> {
+  const rows = await db.tx(async (q) => {
+    await q.query('SELECT pg_advisory_xact_lock($1)', [CLAIM_LOCK]);
+    return q.query<Claimed & { next_due_ms: string | number | null }>(CLAIM_SQL, [
+      r.take,
+      r.perWebhook,
+      r.leaseToken,
+      r.leaseMs,
+      r.ending ?? [],
+      r.owner,
+    ]);
+  });
   const due = rows[0]?.next_due_ms;
   return {
     claimed: rows.filter((r) => r.id !== null),

@@ -1,0 +1,112 @@
+// The worker claims ahead: it holds up to twice a webhook's bound, the rest queued behind the
+// attempts in flight. What that must not break: the bound on a webhook's attempts in flight is
+// global, across workers; and a worker that stops gives back what it held but never attempted, as
+// it was, without counting an attempt.
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { startDeliveryWorker } from '../../src/runtime.js';
+import { startService } from '../support/context.js';
+import { putBooking } from '../support/feed.js';
+import { startReceiver } from '../support/https-receiver.js';
+import { until } from '../support/wait.js';
+import {
+  arrivalsAt,
+  createWebhook,
+  FAST_SCHEDULE,
+  webhookHarness,
+  webhookTenant,
+} from '../support/webhooks.js';
+
+test('two workers on one database never exceed a webhook’s bound in flight', async () => {
+  const { svc, receiver } = await webhookHarness({
+    SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK: '2',
+    SVC_WEBHOOK_TIMEOUT_MS: '5000',
+    SVC_WEBHOOK_LEASE_SECONDS: '30',
+  });
+  const second = await startDeliveryWorker(svc.deps);
+  after(() => second.stop(100));
+  // Each answer takes a while, so a worker that broke the bound would have the chance.
+  const COUNT = 24;
+  receiver.respond(() => ({ status: 200, delayMs: 60 }));
+  const t = await webhookTenant(svc);
+  await createWebhook(svc, t, receiver.url('/bounded'), ['booking.created']);
+  await Promise.all(Array.from({ length: COUNT }, () => putBooking(svc, t.organization.id)));
+
+  const arrivals = await arrivalsAt(receiver, '/bounded', COUNT, 20_000);
+  await until('every answer written', () => arrivals.every((r) => r.answeredAt !== undefined));
+  // At each arrival, the attempts that had arrived and were not yet answered are in flight with it.
+  const most = Math.max(
+    ...arrivals.map(
+      (r) =>
+        arrivals.filter((q) => q.receivedAt <= r.receivedAt && (q.answeredAt as number) > r.receivedAt)
+          .length,
+    ),
+  );
+  assert.ok(most <= 2, `${most} attempts of one webhook in flight at once`);
+  assert.equal(most, 2, 'the workers did use the bound (otherwise the test proves nothing)');
+  if (process.env.DEBUG_CLAIM) {
+    const t0 = Math.min(...arrivals.map((r) => r.receivedAt));
+    for (const r of [...arrivals].sort((a, b) => a.receivedAt - b.receivedAt))
+      console.log(
+        r.receivedAt - t0,
+        (r.answeredAt as number) - t0,
+        r.headers['x-svc-delivery']?.slice(0, 8),
+        r.headers['x-svc-attempt'],
+      );
+    console.log(
+      await svc.db.query('SELECT id, attempt, status, last_error FROM webhook_deliveries WHERE attempt > 1'),
+    );
+  }
+  const seen = arrivals.map((r) => `${r.headers['x-svc-delivery']}#${r.headers['x-svc-attempt']}`);
+  assert.equal(new Set(arrivals.map((r) => r.headers['x-svc-delivery'])).size, COUNT, 'every delivery');
+  assert.deepEqual(
+    seen.filter((s) => !s.endsWith('#1')),
+    [],
+    'each delivered at its first attempt: no attempt counted that was not made',
+  );
+});
+
+test('a stopping worker gives back what it held ahead, the attempt not counted', async () => {
+  const receiver = await startReceiver();
+  const svc = await startService({
+    SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    SVC_WEBHOOK_CA_FILE: receiver.caFile,
+    SVC_WEBHOOK_RETRY_SCHEDULE: FAST_SCHEDULE,
+    SVC_WEBHOOK_TIMEOUT_MS: '30000',
+    SVC_WEBHOOK_LEASE_SECONDS: '60',
+    SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK: '1',
+  });
+  after(async () => {
+    await receiver.close();
+    await svc.close();
+  });
+  receiver.respond(() => ({ hang: true }));
+  const worker = await startDeliveryWorker(svc.deps);
+  const t = await webhookTenant(svc);
+  const hook = await createWebhook(svc, t, receiver.url('/held'), ['booking.created']);
+  for (let i = 0; i < 3; i++) await putBooking(svc, t.organization.id);
+  await receiver.waitFor(1, 10_000);
+  const states = () =>
+    svc.db.query<{ status: string; attempt: number; n: number }>(
+      `SELECT status, attempt, count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1
+       GROUP BY status, attempt ORDER BY status, attempt`,
+      [hook.id],
+    );
+  // One attempt hangs, one delivery is held behind it (bound 1, held up to 2), one waits in the queue.
+  await until('one held behind the hanging attempt', async () =>
+    (await states()).some((s) => s.status === 'delivering' && s.n === 2),
+  );
+  assert.deepEqual(await states(), [
+    { status: 'delivering', attempt: 1, n: 2 },
+    { status: 'pending', attempt: 0, n: 1 },
+  ]);
+
+  await worker.stop(100);
+  // The hanging attempt may have reached the receiver: it counts. The held one never left: it is
+  // pending again, attempt 0, due at once.
+  assert.deepEqual(await states(), [
+    { status: 'failed', attempt: 1, n: 1 },
+    { status: 'pending', attempt: 0, n: 2 },
+  ]);
+  assert.equal(receiver.requests.length, 1, 'only the hanging attempt was sent');
+});
