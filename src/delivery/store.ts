@@ -1,6 +1,6 @@
 // SQL of the delivery engine. Every statement is short: a worker claims deliveries and commits,
 // makes its HTTP attempts with no transaction open, then records each outcome in one statement.
-import type { Db, Queryable } from '../db/db.js';
+import type { Queryable } from '../db/db.js';
 import { CONSECUTIVE_FAILURES_TO_DISABLE, MAX_ATTEMPTS } from './policy.js';
 
 /** Everything one attempt needs, read at the claim (scopes and url may change between attempts). */
@@ -43,7 +43,10 @@ export interface Claimed extends AttemptContext {
  *   candidates than one with a single row;
  * - a webhook whose deliveries another worker holds is left to that worker until they are all
  *   ended or their leases expired: the worker that holds a webhook's deliveries is the one that
- *   bounds its attempts in flight, and it may hold more than it sends (its local queue);
+ *   bounds its attempts in flight, and it may hold more than it sends (its local queue). What a
+ *   worker may take of a webhook is counted by claim_room (004_delivery_at_scale.sql), which takes
+ *   the claim lock and counts with a snapshot of its own: claims take turns and each sees what the
+ *   ones before it took, so two workers never both find a webhook free;
  * - the candidates are then taken in turns across organizations: every organization's first
  *   candidate before any organization's second.
  * SKIP LOCKED lets workers claim side by side; status and due time are checked again on the
@@ -61,25 +64,18 @@ const CLAIM_SQL = `
             WHERE d.status IN ('pending', 'failed') AND d.webhook_id > h.webhook_id
             ORDER BY d.webhook_id LIMIT 1)
     FROM hooks h WHERE h.webhook_id IS NOT NULL
-  ), busy AS (
-    SELECT webhook_id, count(*) FILTER (WHERE lease_owner = $6) AS mine,
-           count(*) FILTER (WHERE lease_owner IS DISTINCT FROM $6) AS others
-    FROM webhook_deliveries
-    WHERE status = 'delivering' AND id <> ALL ($5::uuid[])
-    GROUP BY webhook_id
   ), candidates AS (
     SELECT x.id, x.next_retry_at, x.event_id, w.organization_id,
            row_number() OVER (PARTITION BY w.organization_id ORDER BY x.k, x.next_retry_at, x.event_id) AS turn
     FROM hooks h
     JOIN webhooks w ON w.id = h.webhook_id
-    LEFT JOIN busy b ON b.webhook_id = h.webhook_id
     CROSS JOIN LATERAL (
       SELECT d.id, d.next_retry_at, d.event_id,
              row_number() OVER (ORDER BY d.next_retry_at, d.event_id) AS k
       FROM webhook_deliveries d
       WHERE d.webhook_id = h.webhook_id AND d.status IN ('pending', 'failed') AND d.next_retry_at <= now()
       ORDER BY d.next_retry_at, d.event_id
-      LIMIT CASE WHEN coalesce(b.others, 0) > 0 THEN 0 ELSE greatest($2 - coalesce(b.mine, 0), 0) END
+      LIMIT claim_room(h.webhook_id, $6::uuid, $5::uuid[], $2::int)
     ) x
   ), picked AS (
     SELECT w.id FROM webhook_deliveries w JOIN candidates c ON c.id = w.id
@@ -137,27 +133,15 @@ export interface ClaimRequest {
   ending?: readonly string[];
 }
 
-/** Claims take turns under this lock (see claimDeliveries). */
-const CLAIM_LOCK = 734_110_903;
-
-/**
- * Runs the claim in a transaction that first takes the claim lock: the claim's statement then starts
- * after every claim before it committed and sees what they took. Without the turns, two workers
- * claiming at the same moment could both find a webhook held by nobody and both take it, each up to
- * the bound.
- */
-export async function claimDeliveries(db: Db, r: ClaimRequest): Promise<ClaimResult> {
-  const rows = await db.tx(async (q) => {
-    await q.query('SELECT pg_advisory_xact_lock($1)', [CLAIM_LOCK]);
-    return q.query<Claimed & { next_due_ms: string | number | null }>(CLAIM_SQL, [
-      r.take,
-      r.perWebhook,
-      r.leaseToken,
-      r.leaseMs,
-      r.ending ?? [],
-      r.owner,
-    ]);
-  });
+export async function claimDeliveries(q: Queryable, r: ClaimRequest): Promise<ClaimResult> {
+  const rows = await q.query<Claimed & { next_due_ms: string | number | null }>(CLAIM_SQL, [
+    r.take,
+    r.perWebhook,
+    r.leaseToken,
+    r.leaseMs,
+    r.ending ?? [],
+    r.owner,
+  ]);
   const due = rows[0]?.next_due_ms;
   return {
     claimed: rows.filter((r) => r.id !== null),

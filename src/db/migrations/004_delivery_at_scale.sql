@@ -20,6 +20,31 @@ ALTER TABLE webhook_deliveries ADD COLUMN lease_owner uuid;
 CREATE INDEX webhook_deliveries_in_flight ON webhook_deliveries (webhook_id, lease_owner)
   WHERE status = 'delivering';
 
+-- How many deliveries of a webhook a worker's claim may take: none while another worker holds some
+-- (that worker bounds the webhook's attempts in flight), else up to `per_webhook` counting what it
+-- holds already, less the deliveries whose outcome it is writing at the same moment (`ending`).
+-- Claims take turns under an advisory lock taken here, held until the claim commits; a volatile
+-- function counts with a snapshot taken after the lock, so a claim sees every claim that committed
+-- before it, even those after its own statement began: two workers never both find a webhook free.
+CREATE FUNCTION claim_room(hook uuid, worker uuid, ending uuid[], per_webhook integer) RETURNS integer
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  mine integer;
+  others integer;
+BEGIN
+  PERFORM pg_advisory_xact_lock(734110903);
+  SELECT count(*) FILTER (WHERE d.lease_owner = worker),
+         count(*) FILTER (WHERE d.lease_owner IS DISTINCT FROM worker)
+  INTO mine, others
+  FROM webhook_deliveries d
+  WHERE d.webhook_id = hook AND d.status = 'delivering' AND d.id <> ALL (ending);
+  IF others > 0 THEN
+    RETURN 0;
+  END IF;
+  RETURN greatest(per_webhook - mine, 0);
+END
+$$;
+
 -- An operator's replay puts a dead delivery back under its id; its attempts then count again from
 -- the attempt it had reached (the retry schedule starts over, attempt keeps growing).
 ALTER TABLE webhook_deliveries ADD COLUMN replayed_from integer NOT NULL DEFAULT 0;
