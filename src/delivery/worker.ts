@@ -49,6 +49,8 @@ const WRITE_RETRY_MAX_MS = 1000;
 /** Outcomes are written until this long before their lease ends; after that the lease decides. */
 const LEASE_MARGIN_MS = 500;
 export const USER_AGENT = 'SVC-Webhooks/1';
+/** A worker holds up to this many times what it may have in flight (per webhook and in all). */
+const HOLD = 2;
 
 export interface WorkerDeps {
   db: Db;
@@ -327,14 +329,14 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     // The worker holds up to twice what it sends: attempts in flight and as many queued behind them.
     // The deliveries of the batch being written are no longer held: the claim counts them so, here
     // and in the per-webhook bound.
-    const free = stopping ? 0 : 2 * config.concurrency - running.size - heldCount - ended.length;
+    const free = stopping ? 0 : HOLD * config.concurrency - running.size - heldCount - ended.length;
     const claimSentAt = Date.now();
     if (free > 0) metrics?.claims.inc();
     const [claim] = await Promise.all([
       free > 0
         ? claimDeliveries(db, {
             take: free,
-            perWebhook: 2 * config.concurrencyPerWebhook,
+            perWebhook: HOLD * config.concurrencyPerWebhook,
             leaseToken: randomUUID(),
             leaseMs: config.leaseMs,
             owner,
