@@ -19,14 +19,13 @@ import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { bookingBody } from '../test/support/feed.js';
 import { freePort } from './lib/child.js';
 import { percentile } from './lib/load.js';
 import { startBenchReceiver } from './lib/receiver.js';
 import { machine } from './lib/report.js';
 import { withMarkdownSection } from './lib/sections.js';
-import { serviceEnv, startServe, startWorkerProcess } from './lib/webhook-service.js';
+import { recreateDatabase, serviceEnv, startServe, startWorkerProcess } from './lib/webhook-service.js';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const SCOPES = ['bookings:read', 'events:read', 'webhooks:read', 'webhooks:write', 'customers:read'];
@@ -70,21 +69,6 @@ if (options.warmupMinutes >= minutes) throw new Error('--warmup-minutes must be 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
-
-async function recreateDatabase(url: string): Promise<void> {
-  const name = decodeURIComponent(new URL(url).pathname.slice(1));
-  const admin = new URL(url);
-  admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
-  try {
-    const quoted = `"${name.replaceAll('"', '""')}"`;
-    await client.query(`DROP DATABASE IF EXISTS ${quoted} WITH (FORCE)`);
-    await client.query(`CREATE DATABASE ${quoted}`);
-  } finally {
-    await client.end();
-  }
-}
 
 async function call(url: string, method: string, token: string, body?: unknown): Promise<any> {
   const res = await fetch(url, {

@@ -48,6 +48,7 @@ import {
 import {
   type BenchDatabase,
   cpuMs,
+  recreateDatabase,
   type ServiceEnv,
   serviceEnv,
   startServe,
@@ -185,21 +186,6 @@ function sizes(kind: DbKind): Sizes {
 
 // ---------------------------------------------------------------------------------------------
 // Setup: database, service, tenant, webhooks.
-
-async function recreateDatabase(url: string): Promise<void> {
-  const name = decodeURIComponent(new URL(url).pathname.slice(1));
-  const admin = new URL(url);
-  admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
-  try {
-    const quoted = `"${name.replaceAll('"', '""')}"`;
-    await client.query(`DROP DATABASE IF EXISTS ${quoted} WITH (FORCE)`);
-    await client.query(`CREATE DATABASE ${quoted}`);
-  } finally {
-    await client.end();
-  }
-}
 
 interface Tenant {
   organizationId: string;

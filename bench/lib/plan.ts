@@ -2,6 +2,8 @@
 // organization gets and how they interleave in time. Pure and deterministic (no I/O, no Math.random),
 // so the same options always describe the same data set.
 
+import { seededRandom } from '../../src/demo/random.js';
+
 export interface PlanOptions {
   bookings: number;
   organizations: number;
@@ -54,18 +56,6 @@ export function apportion(total: number, weights: readonly number[], min: number
   return parts.map((p) => p + min);
 }
 
-/** A small deterministic generator (mulberry32) for the shuffle of the slot table. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Organization codes: same width for every organization, so booking numbers never collide. */
 function codeOf(index: number, organizations: number): string {
   const width = Math.max(3, String(organizations).length + 1);
@@ -99,7 +89,7 @@ export function makePlan(options: PlanOptions): Plan {
         ];
 
   const slotOrg = weight.flatMap((w, o) => Array.from({ length: w }, () => o));
-  const random = seeded(20_240_101);
+  const random = seededRandom(20_240_101).next;
   for (let i = slotOrg.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
     [slotOrg[i], slotOrg[j]] = [slotOrg[j] as number, slotOrg[i] as number];

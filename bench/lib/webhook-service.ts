@@ -3,6 +3,7 @@
 // from dist, with webhooks allowed to reach the loopback receiver and trust the test CA.
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import pg from 'pg';
 import { type Child, freePort, startChild } from './child.js';
 
 export type BenchDatabase = { kind: 'postgres'; url: string } | { kind: 'pglite'; dataDir: string };
@@ -104,3 +105,19 @@ export async function cpuMs(pid: number): Promise<number | null> {
 
 /** USER_HZ; 100 on every Linux this runs on. */
 const CLOCK_TICKS = 100;
+
+/** Drops and creates the benchmark's PostgreSQL database named by `url` (a fresh run each time). */
+export async function recreateDatabase(url: string): Promise<void> {
+  const name = decodeURIComponent(new URL(url).pathname.slice(1));
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    const quoted = `"${name.replaceAll('"', '""')}"`;
+    await client.query(`DROP DATABASE IF EXISTS ${quoted} WITH (FORCE)`);
+    await client.query(`CREATE DATABASE ${quoted}`);
+  } finally {
+    await client.end();
+  }
+}

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
+import { seededRandom } from '../../src/demo/random.js';
 import { bookingBody } from '../support/feed.js';
 import { dataDirAfterInitdb } from '../support/pglite-template.js';
 import { freePort, type Started, start, svc } from '../support/processes.js';
@@ -103,18 +104,6 @@ async function copyMatches(file: string, timeoutMs = 30_000) {
     if (isDeepStrictEqual(actual, expected)) return { copy, expected };
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
-}
-
-/** A small seeded generator (mulberry32): the same seed, the same traffic. */
-function seeded(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** A UUID drawn from the generator, so the bookings created are the same on every run. */
@@ -251,7 +240,7 @@ describe('examples', () => {
     };
     const me = await api('/integrations/me');
     const organizationId: string = me.organization.id;
-    const random = seeded(20_261_124);
+    const random = seededRandom(20_261_124).next;
 
     // First start: registered, a full copy, then deliveries.
     const first = example('webhook-receiver.mjs', env);

@@ -13,6 +13,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { withMarkdownSection } from '../../bench/lib/sections.js';
+import { seededRandom } from '../../src/demo/random.js';
 import {
   clusterTenant,
   freshSchema,
@@ -21,7 +22,6 @@ import {
   request,
   SERVER_REDIS_URL,
   type ServeProcess,
-  seeded,
   serviceEnv,
   sleep,
   startServe,
@@ -46,7 +46,7 @@ describe('kill burst', { skip: needsServers }, () => {
   test('workers killed every 2-3 s and the API once: every delivery arrives, duplicates only from interrupted attempts', {
     timeout: SETTLE_MS + 120_000,
   }, async (t) => {
-    const random = seeded(SEED);
+    const random = seededRandom(SEED).next;
     const receiver = await startReceiver();
     after(() => receiver.close());
     // A little work at the receiver, so attempts are in flight when a process dies.

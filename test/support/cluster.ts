@@ -430,15 +430,3 @@ export async function anotherKey(serve: ServeProcess, tenant: ClusterTenant): Pr
   );
   return key.key;
 }
-
-/** A seeded generator (mulberry32): the same seed, the same schedule. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

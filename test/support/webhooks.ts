@@ -25,6 +25,20 @@ export async function webhookHarness(
   env: Record<string, string> = {},
   resolve?: Resolver,
 ): Promise<WebhookHarness> {
+  const { svc, receiver } = await webhookService(env, resolve);
+  const worker = await startDeliveryWorker(svc.deps);
+  after(() => worker.stop(100));
+  return { svc, receiver, worker };
+}
+
+/**
+ * A service and a receiver its webhooks may reach, with no worker (the test starts and stops its
+ * own), closed after the file's last test.
+ */
+export async function webhookService(
+  env: Record<string, string> = {},
+  resolve?: Resolver,
+): Promise<{ svc: TestService; receiver: Receiver }> {
   const receiver = await startReceiver();
   const svc = await startService(
     {
@@ -37,13 +51,11 @@ export async function webhookHarness(
     },
     resolve,
   );
-  const worker = await startDeliveryWorker(svc.deps);
   after(async () => {
-    await worker.stop(100);
     await receiver.close();
     await svc.close();
   });
-  return { svc, receiver, worker };
+  return { svc, receiver };
 }
 
 /** The contract's delivery body envelope, in its order. */

@@ -5,15 +5,13 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { startDeliveryWorker } from '../../src/runtime.js';
-import { startService } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
-import { startReceiver } from '../support/https-receiver.js';
 import { until } from '../support/wait.js';
 import {
   arrivalsAt,
   createWebhook,
-  FAST_SCHEDULE,
   webhookHarness,
+  webhookService,
   webhookTenant,
 } from '../support/webhooks.js';
 
@@ -44,19 +42,6 @@ test('two workers on one database never exceed a webhook’s bound in flight', a
   );
   assert.ok(most <= 2, `${most} attempts of one webhook in flight at once`);
   assert.equal(most, 2, 'the workers did use the bound (otherwise the test proves nothing)');
-  if (process.env.DEBUG_CLAIM) {
-    const t0 = Math.min(...arrivals.map((r) => r.receivedAt));
-    for (const r of [...arrivals].sort((a, b) => a.receivedAt - b.receivedAt))
-      console.log(
-        r.receivedAt - t0,
-        (r.answeredAt as number) - t0,
-        r.headers['x-svc-delivery']?.slice(0, 8),
-        r.headers['x-svc-attempt'],
-      );
-    console.log(
-      await svc.db.query('SELECT id, attempt, status, last_error FROM webhook_deliveries WHERE attempt > 1'),
-    );
-  }
   const seen = arrivals.map((r) => `${r.headers['x-svc-delivery']}#${r.headers['x-svc-attempt']}`);
   assert.equal(new Set(arrivals.map((r) => r.headers['x-svc-delivery'])).size, COUNT, 'every delivery');
   assert.deepEqual(
@@ -67,18 +52,10 @@ test('two workers on one database never exceed a webhook’s bound in flight', a
 });
 
 test('a stopping worker gives back what it held ahead, the attempt not counted', async () => {
-  const receiver = await startReceiver();
-  const svc = await startService({
-    SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-    SVC_WEBHOOK_CA_FILE: receiver.caFile,
-    SVC_WEBHOOK_RETRY_SCHEDULE: FAST_SCHEDULE,
+  const { svc, receiver } = await webhookService({
     SVC_WEBHOOK_TIMEOUT_MS: '30000',
     SVC_WEBHOOK_LEASE_SECONDS: '60',
     SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK: '1',
-  });
-  after(async () => {
-    await receiver.close();
-    await svc.close();
   });
   receiver.respond(() => ({ hang: true }));
   const worker = await startDeliveryWorker(svc.deps);

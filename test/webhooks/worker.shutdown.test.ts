@@ -1,24 +1,14 @@
 // Graceful shutdown: the worker stops claiming, gives attempts in flight the grace period, then hands
 // the unfinished ones back at once instead of leaving them to a lease that ends a minute later.
 import assert from 'node:assert/strict';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { startDeliveryWorker } from '../../src/runtime.js';
-import { startService } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
-import { startReceiver } from '../support/https-receiver.js';
-import { createWebhook, FAST_SCHEDULE, webhookTenant } from '../support/webhooks.js';
+import { createWebhook, webhookService, webhookTenant } from '../support/webhooks.js';
 
-const receiver = await startReceiver();
-const svc = await startService({
-  SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-  SVC_WEBHOOK_CA_FILE: receiver.caFile,
-  SVC_WEBHOOK_RETRY_SCHEDULE: FAST_SCHEDULE,
+const { svc, receiver } = await webhookService({
   SVC_WEBHOOK_TIMEOUT_MS: '30000',
   SVC_WEBHOOK_LEASE_SECONDS: '60',
-});
-after(async () => {
-  await receiver.close();
-  await svc.close();
 });
 
 test('attempts still in flight after the grace period are handed back, and the next worker sends them', async () => {
