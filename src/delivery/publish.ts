@@ -26,12 +26,21 @@ export interface PublishResult {
  * `wait: false` (workers) it leaves the work to a publisher already running instead of queueing
  * behind it: `busy` then says so, and the caller looks again shortly.
  */
-export async function publishEvents(db: Db, options: { wait?: boolean } = {}): Promise<PublishResult> {
+export async function publishEvents(
+  db: Db,
+  options: { wait?: boolean; committed?: boolean } = {},
+): Promise<PublishResult> {
   const wait = options.wait ?? true;
   const total: PublishResult = { events: 0, deliveries: 0, busy: false };
+  // A poller looks first, without the lock, whether there is anything to publish; a writer that has
+  // just committed knows there is, and after a full batch there likely is more.
+  let look = !options.committed;
   for (;;) {
-    const [any] = await db.query('SELECT 1 FROM event_outbox LIMIT 1');
-    if (!any) return total;
+    if (look) {
+      const [any] = await db.query('SELECT 1 FROM event_outbox LIMIT 1');
+      if (!any) return total;
+    }
+    look = false;
     // One statement, its own transaction: the lock is held for one round trip
     // (publish_outbox in src/db/migrations/004_delivery_at_scale.sql).
     const [batch] = await db.query<{ events: number; deliveries: number; busy: boolean }>(
@@ -78,7 +87,7 @@ export function publishCommitted(db: Db): Promise<void> {
       state.next = null;
       state.running = next;
       try {
-        await publishEvents(db);
+        await publishEvents(db, { committed: true });
       } finally {
         if (state.running === next) state.running = null;
       }
