@@ -1,5 +1,5 @@
 // The delivery worker: publishes committed events, claims due deliveries in batches, makes each
-// attempt with no transaction open, and writes the outcomes in batches. Any number of workers
+// attempt (attempt.ts) with no transaction open, and writes the outcomes in batches. Any number of workers
 // (processes, or one inside `svc serve`) share one database; the claim decides who attempts what.
 //
 // One loop does the database work, in rounds: publish what the outbox holds, write the outcomes of
@@ -22,19 +22,15 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { WebhookConfig } from '../config.js';
 import type { Db } from '../db/db.js';
 import type { SecretBox } from '../security/secrets.js';
-import { deliveryBody } from './body.js';
+import { attempter } from './attempt.js';
 import type { DeliveryMetrics } from './metrics.js';
-import { MAX_ATTEMPTS, outcomeOf } from './policy.js';
 import { publishEvents, publishingForWriters } from './publish.js';
-import { type AttemptResult, judgedStatus, type Sender } from './send.js';
-import { signatureHeader } from './signing.js';
+import type { Sender } from './send.js';
 import {
-  type AttemptContext,
   type Claimed,
   claimDeliveries,
   dropFinishedPayloads,
   type Outcome,
-  type Recorded,
   recordOutcomes,
   releaseExpiredLeases,
   releaseLeases,
@@ -48,7 +44,6 @@ const WRITE_RETRY_MS = 25;
 const WRITE_RETRY_MAX_MS = 1000;
 /** Outcomes are written until this long before their lease ends; after that the lease decides. */
 const LEASE_MARGIN_MS = 500;
-export const USER_AGENT = 'SVC-Webhooks/1';
 /** A worker holds up to this many times what it may have in flight (per webhook and in all). */
 const HOLD = 2;
 
@@ -71,26 +66,25 @@ export interface Worker {
   stop(graceMs: number): Promise<void>;
 }
 
-/** Why an attempt is not made at all, or null when it is. */
-function notSendable(ctx: AttemptContext): string | null {
-  if (!ctx.webhooks_enabled) return 'no enviado: los webhooks no están habilitados para la organización';
-  if (!ctx.integration_active) return 'no enviado: la integración está desactivada o revocada';
-  // A test is an explicit request: it is delivered to a paused webhook too.
-  if (!ctx.webhook_active && ctx.event_type !== 'webhook.test') return 'no enviado: el webhook está inactivo';
-  return null;
-}
-
 export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   const { db, config, logger, metrics } = deps;
   /** Who this worker is, for the claim: the webhooks whose deliveries it holds stay its own. */
   const owner = randomUUID();
   /** Attempts under way. */
   const running = new Map<string, { claimed: Claimed; done: Promise<void> }>();
-  /** Attempts under way, by webhook (at most config.concurrencyPerWebhook each). */
-  const sending = new Map<string, number>();
   /** Deliveries claimed ahead, by webhook, in the order they are to be attempted. */
   const held = new Map<string, { claimed: Claimed; leaseEndsAt: number }[]>();
-  let heldCount = 0;
+  /** Attempts under way to one webhook (at most config.concurrencyPerWebhook). */
+  const sendingTo = (webhook: string) => {
+    let n = 0;
+    for (const r of running.values()) if (r.claimed.webhook_id === webhook) n++;
+    return n;
+  };
+  const heldCount = () => {
+    let n = 0;
+    for (const queue of held.values()) n += queue.length;
+    return n;
+  };
   /** Claimed ahead but not attempted in time: given back in the next round. */
   const unsent: Claimed[] = [];
   /** Attempts that ended, outcome not yet written; each with when its lease ends, by our clock. */
@@ -144,81 +138,14 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     logger.error({ err: error }, what);
   };
 
-  /** The retry schedule counts from the attempt a replay started again from. */
-  const outcomeFor = (claimed: Claimed, status: number | null) =>
-    outcomeOf(claimed.attempt - claimed.replayed_from, status, config.retryGapsMs);
-
-  async function attempt(claimed: Claimed): Promise<Recorded> {
-    const refusal = notSendable(claimed);
-    if (refusal) {
-      return {
-        status: 'dead',
-        maxAttempts: claimed.replayed_from + MAX_ATTEMPTS,
-        nextRetryInMs: null,
-        httpStatus: null,
-        error: refusal,
-        durationMs: 0,
-        counts: false,
-      };
-    }
-    const started = performance.now();
-    let result: AttemptResult;
-    try {
-      if (claimed.attempt === claimed.replayed_from + 1 && claimed.replayed_from === 0)
-        metrics?.lag.observe((Date.now() - claimed.event_created_at.getTime()) / 1000);
-      result = await send(claimed);
-    } catch (error) {
-      // Our own failure (a secret that does not open, a bug): never the receiver's. The attempt
-      // is given back and tried again after the first gap, without counting against the webhook.
-      report(error, 'webhook attempt failed inside the service');
-      return {
-        status: 'failed',
-        maxAttempts: claimed.replayed_from + MAX_ATTEMPTS,
-        nextRetryInMs: config.retryGapsMs[0] ?? 30_000,
-        httpStatus: null,
-        error: 'error interno del servicio al preparar el envío; se reintentará',
-        durationMs: Math.round(performance.now() - started),
-        counts: false,
-      };
-    }
-    const outcome = outcomeFor(claimed, judgedStatus(result));
-    return {
-      status: outcome.status,
-      maxAttempts: claimed.replayed_from + outcome.maxAttempts,
-      nextRetryInMs: outcome.status === 'failed' ? outcome.retryInMs : null,
-      httpStatus: result.status,
-      error: result.error,
-      durationMs: result.durationMs,
-      counts: true,
-    };
-  }
-
-  function send(claimed: Claimed): Promise<AttemptResult> {
-    const body = deliveryBody(claimed.event_id, claimed);
-    const timestamp = Math.floor(Date.now() / 1000);
-    const secrets = [deps.secrets.open(claimed.secret, claimed.webhook_id)];
-    if (claimed.previous_valid && claimed.previous_secret) {
-      secrets.push(deps.secrets.open(claimed.previous_secret, claimed.webhook_id));
-    }
-    return deps.sender.send({
-      url: claimed.url,
-      body,
-      headers: {
-        'content-type': 'application/json',
-        'user-agent': USER_AGENT,
-        'x-svc-event': claimed.event_type,
-        'x-svc-event-id': claimed.event_id,
-        'x-svc-delivery': claimed.id,
-        'x-svc-attempt': String(claimed.attempt),
-        'x-svc-timestamp': String(timestamp),
-        'x-svc-signature': signatureHeader(secrets, timestamp, body),
-      },
-    });
-  }
+  const attempt = attempter({ ...deps, report });
+  /** Gives back deliveries claimed ahead and never attempted; on failure their leases return them. */
+  const giveBack = (claimed: Claimed[]) =>
+    returnUnsent(db, claimed).catch((error) =>
+      report(error, 'deliveries claimed ahead not given back; their leases will return them'),
+    );
 
   function start(claimed: Claimed, leaseEndsAt: number) {
-    const webhook = claimed.webhook_id;
-    sending.set(webhook, (sending.get(webhook) ?? 0) + 1);
     const done = attempt(claimed)
       .then((recorded) => {
         ended.push({ claimed, recorded, leaseEndsAt });
@@ -226,10 +153,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       .catch((error) => report(error, 'webhook attempt failed; the lease will return it to the queue'))
       .finally(() => {
         running.delete(claimed.id);
-        const left = (sending.get(webhook) ?? 1) - 1;
-        if (left === 0) sending.delete(webhook);
-        else sending.set(webhook, left);
-        pump(webhook);
+        pump(claimed.webhook_id);
         gather();
       });
     running.set(claimed.id, { claimed, done });
@@ -247,9 +171,8 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       const queue = held.get(webhook);
       if (!queue) continue;
       while (queue.length > 0 && running.size < config.concurrency) {
-        if ((sending.get(webhook) ?? 0) >= config.concurrencyPerWebhook) break;
+        if (sendingTo(webhook) >= config.concurrencyPerWebhook) break;
         const next = queue.shift() as { claimed: Claimed; leaseEndsAt: number };
-        heldCount--;
         if (next.leaseEndsAt - Date.now() < config.timeoutMs + LEASE_MARGIN_MS) unsent.push(next.claimed);
         else start(next.claimed, next.leaseEndsAt);
       }
@@ -325,11 +248,10 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     const writable = Date.now() >= writeRetryAt;
     const batch = writable ? ended.splice(0) : [];
     if (!writable) waitMs = Math.min(waitMs, writeRetryAt - Date.now());
-    const giveBack = unsent.splice(0);
     // The worker holds up to twice what it sends: attempts in flight and as many queued behind them.
     // The deliveries of the batch being written are no longer held: the claim counts them so, here
     // and in the per-webhook bound.
-    const free = stopping ? 0 : HOLD * config.concurrency - running.size - heldCount - ended.length;
+    const free = stopping ? 0 : HOLD * config.concurrency - running.size - heldCount() - ended.length;
     const claimSentAt = Date.now();
     if (free > 0) metrics?.claims.inc();
     const [claim] = await Promise.all([
@@ -344,9 +266,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
           })
         : null,
       write(batch),
-      returnUnsent(db, giveBack).catch((error) => {
-        report(error, 'deliveries claimed ahead not given back; their leases will return them');
-      }),
+      giveBack(unsent.splice(0)),
     ]);
     if (ended.length > 0) waitMs = Math.min(waitMs, Math.max(writeRetryAt - Date.now(), 1));
     if (!claim) return waitMs;
@@ -355,7 +275,6 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       const queue = held.get(claimed.webhook_id);
       if (queue) queue.push({ claimed, leaseEndsAt });
       else held.set(claimed.webhook_id, [{ claimed, leaseEndsAt }]);
-      heldCount++;
     }
     pump();
     if (claim.claimed.length === free) return 0;
@@ -391,10 +310,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       await write(ended.splice(0));
       const ahead = [...held.values()].flat().map((h) => h.claimed);
       held.clear();
-      heldCount = 0;
-      await returnUnsent(db, ahead.concat(unsent.splice(0))).catch((error) =>
-        report(error, 'deliveries claimed ahead not given back; their leases will return them'),
-      );
+      await giveBack(ahead.concat(unsent.splice(0)));
       const left = [...running.values()]
         .map((f) => f.claimed as Outcome['claimed'])
         .concat(ended.map((o) => o.claimed));

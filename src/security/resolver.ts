@@ -102,24 +102,20 @@ export function createTargetResolver(options: TargetResolverOptions): Resolver {
         else if (error && !failure) failure = error;
         if (--pending === 0) settle();
       };
-      dns.resolve4(name, { ttl: true }).then(
-        (records) => {
-          if (pending < 0) return;
-          for (const r of records) v4.push({ address: r.address, family: 4 });
-          for (const r of records) ttl = Math.min(ttl, r.ttl);
-          done();
-        },
-        (error) => pending >= 0 && done(error),
-      );
-      dns.resolve6(name, { ttl: true }).then(
-        (records) => {
-          if (pending < 0) return;
-          for (const r of records) v6.push({ address: r.address, family: 6 });
-          for (const r of records) ttl = Math.min(ttl, r.ttl);
-          done();
-        },
-        (error) => pending >= 0 && done(error),
-      );
+      const family = (found: Address[], records: Promise<{ address: string; ttl: number }[]>, kind: 4 | 6) =>
+        records.then(
+          (answer) => {
+            if (pending < 0) return;
+            for (const r of answer) {
+              found.push({ address: r.address, family: kind });
+              ttl = Math.min(ttl, r.ttl);
+            }
+            done();
+          },
+          (error) => pending >= 0 && done(error),
+        );
+      family(v4, dns.resolve4(name, { ttl: true }), 4);
+      family(v6, dns.resolve6(name, { ttl: true }), 6);
     });
   }
 

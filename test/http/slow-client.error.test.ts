@@ -2,9 +2,9 @@
 // body is dropped within SVC_REQUEST_TIMEOUT_MS with a 408, oversized headers are a 431 and
 // unparseable bytes a 400, each with the contract's envelope and a request id.
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
 import { after, test } from 'node:test';
 import { serviceForFile } from '../support/context.js';
+import { type Exchange, exchange as exchangeOn } from '../support/raw-http.js';
 import { createTenant } from '../support/tenants.js';
 
 const REQUEST_TIMEOUT_MS = 1000;
@@ -12,57 +12,9 @@ const svc = await serviceForFile({ SVC_REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOU
 const t = await createTenant(svc);
 await svc.api.listen({ host: '127.0.0.1', port: 0 });
 const { port } = svc.api.server.address() as { port: number };
+const exchange = (head: string | Buffer, trickle = '', everyMs = 100) =>
+  exchangeOn(port, head, trickle, everyMs);
 after(() => svc.api.close());
-
-interface Exchange {
-  status: number;
-  headers: Record<string, string>;
-  body: any;
-  ms: number;
-}
-
-/**
- * Opens a socket, writes `head`, then one byte of `trickle` every `everyMs` until the server
- * answers or closes; resolves with the answer and how long it took.
- */
-function exchange(head: string | Buffer, trickle = '', everyMs = 100): Promise<Exchange> {
-  return new Promise((resolve, reject) => {
-    const started = Date.now();
-    const socket = connect(port, '127.0.0.1');
-    let received = '';
-    let i = 0;
-    const timer = setInterval(() => {
-      if (i < trickle.length && socket.writable) socket.write(trickle[i++] as string);
-    }, everyMs);
-    const guard = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`no answer within 10 s; got: ${received}`));
-    }, 10_000);
-    socket.on('data', (chunk) => {
-      received += chunk.toString('latin1');
-    });
-    socket.on('error', () => {});
-    socket.on('close', () => {
-      clearInterval(timer);
-      clearTimeout(guard);
-      const [top = '', body = ''] = received.split('\r\n\r\n');
-      const [statusLine = '', ...lines] = top.split('\r\n');
-      const headers: Record<string, string> = {};
-      for (const line of lines) {
-        const at = line.indexOf(':');
-        headers[line.slice(0, at).toLowerCase()] = line.slice(at + 1).trim();
-      }
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(body);
-      } catch {
-        parsed = body;
-      }
-      resolve({ status: Number(statusLine.split(' ')[1]), headers, body: parsed, ms: Date.now() - started });
-    });
-    socket.write(head);
-  });
-}
 
 function assertEnvelope(res: Exchange, status: number, code: string): void {
   assert.equal(res.status, status, JSON.stringify(res));

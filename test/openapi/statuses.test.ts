@@ -2,10 +2,10 @@
 // server makes by itself (408, 431), bodies sent where no body is declared (400, 413, 415), and a
 // path id that names nothing, NUL included (404, as the contract says for an absent id).
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
 import { after, describe, test } from 'node:test';
 import { serviceForFile } from '../support/context.js';
 import { assertMatchesContract } from '../support/contract.js';
+import { exchange } from '../support/raw-http.js';
 import { createTenant } from '../support/tenants.js';
 
 const svc = await serviceForFile({ SVC_REQUEST_TIMEOUT_MS: '1000' });
@@ -26,48 +26,13 @@ const doc = JSON.parse((await svc.call('GET', '/openapi.json', { key: null })).t
 await svc.api.listen({ host: '127.0.0.1', port: 0 });
 const { port } = svc.api.server.address() as { port: number };
 after(() => svc.api.close());
+const raw = (head: string, trickle = '') => exchange(port, head, trickle);
 
 const operations = Object.entries<any>(doc.paths).flatMap(([path, item]) =>
   ['get', 'put', 'post', 'patch', 'delete']
     .filter((m) => item[m])
     .map((m) => ({ path, method: m.toUpperCase() })),
 );
-
-/** Writes `head` to a socket, then `trickle` a byte every 100 ms, until the server closes. */
-function raw(
-  head: string,
-  trickle = '',
-): Promise<{ status: number; headers: Record<string, string>; body: any }> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    let received = '';
-    let i = 0;
-    const timer = setInterval(() => {
-      if (i < trickle.length && socket.writable) socket.write(trickle[i++] as string);
-    }, 100);
-    const guard = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`no answer within 5 s: ${received}`));
-    }, 5000);
-    socket.on('data', (chunk) => {
-      received += chunk.toString('latin1');
-    });
-    socket.on('error', () => {});
-    socket.on('close', () => {
-      clearInterval(timer);
-      clearTimeout(guard);
-      const [top = '', body = ''] = received.split('\r\n\r\n');
-      const [statusLine = '', ...lines] = top.split('\r\n');
-      const headers: Record<string, string> = {};
-      for (const line of lines) {
-        const at = line.indexOf(':');
-        headers[line.slice(0, at).toLowerCase()] = line.slice(at + 1).trim();
-      }
-      resolve({ status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(body || 'null') });
-    });
-    socket.write(head);
-  });
-}
 
 const concrete = (path: string) => path.replace('{id}', '00000000-0000-4000-8000-000000000000');
 

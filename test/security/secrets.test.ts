@@ -136,27 +136,20 @@ test('no API key, webhook secret, operator token or master key in any log line o
   // A webhook: created (the secret shown once; a replay does not show it again), tested, rotated.
   receiver.respond((_req, n) => (n === 1 ? { status: 500, body: 'try again' } : { status: 200 }));
   const idempotency = { 'idempotency-key': `create-${randomBytes(4).toString('hex')}` };
-  const created = ok(
-    await call(
-      main.key,
-      'POST',
-      '/webhooks',
-      { url: receiver.url('/hook'), events: ['booking.created'] },
-      idempotency,
-    ),
-    201,
-  );
+  const create = async () =>
+    ok(
+      await call(
+        main.key,
+        'POST',
+        '/webhooks',
+        { url: receiver.url('/hook'), events: ['booking.created'] },
+        idempotency,
+      ),
+      201,
+    );
+  const created = await create();
   secrets.push(created.secret);
-  const replay = ok(
-    await call(
-      main.key,
-      'POST',
-      '/webhooks',
-      { url: receiver.url('/hook'), events: ['booking.created'] },
-      idempotency,
-    ),
-    201,
-  );
+  const replay = await create();
   assert.equal(replay.secret, null);
   assert.equal(
     (

@@ -1,0 +1,108 @@
+// One attempt of a claimed delivery: whether it may be sent at all, the signed request, and the
+// outcome the retry policy gives its answer. No database work: the worker writes what this returns.
+import type { WebhookConfig } from '../config.js';
+import type { SecretBox } from '../security/secrets.js';
+import { deliveryBody } from './body.js';
+import type { DeliveryMetrics } from './metrics.js';
+import { MAX_ATTEMPTS, outcomeOf } from './policy.js';
+import { type AttemptResult, judgedStatus, type Sender } from './send.js';
+import { signatureHeader } from './signing.js';
+import type { AttemptContext, Claimed, Recorded } from './store.js';
+
+const USER_AGENT = 'SVC-Webhooks/1';
+
+export interface AttemptDeps {
+  config: WebhookConfig;
+  secrets: SecretBox;
+  sender: Sender;
+  metrics?: DeliveryMetrics;
+  /** Told of a failure inside the service (never the receiver's). */
+  report(error: unknown, what: string): void;
+}
+
+/** Why an attempt is not made at all, or null when it is. */
+function notSendable(ctx: AttemptContext): string | null {
+  if (!ctx.webhooks_enabled) return 'no enviado: los webhooks no están habilitados para la organización';
+  if (!ctx.integration_active) return 'no enviado: la integración está desactivada o revocada';
+  // A test is an explicit request: it is delivered to a paused webhook too.
+  if (!ctx.webhook_active && ctx.event_type !== 'webhook.test') return 'no enviado: el webhook está inactivo';
+  return null;
+}
+
+/** Makes one attempt of a claimed delivery and says what to record of it. */
+export function attempter(deps: AttemptDeps): (claimed: Claimed) => Promise<Recorded> {
+  const { config, metrics } = deps;
+
+  function send(claimed: Claimed): Promise<AttemptResult> {
+    const body = deliveryBody(claimed.event_id, claimed);
+    const timestamp = Math.floor(Date.now() / 1000);
+    const secrets = [deps.secrets.open(claimed.secret, claimed.webhook_id)];
+    if (claimed.previous_valid && claimed.previous_secret) {
+      secrets.push(deps.secrets.open(claimed.previous_secret, claimed.webhook_id));
+    }
+    return deps.sender.send({
+      url: claimed.url,
+      body,
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': USER_AGENT,
+        'x-svc-event': claimed.event_type,
+        'x-svc-event-id': claimed.event_id,
+        'x-svc-delivery': claimed.id,
+        'x-svc-attempt': String(claimed.attempt),
+        'x-svc-timestamp': String(timestamp),
+        'x-svc-signature': signatureHeader(secrets, timestamp, body),
+      },
+    });
+  }
+
+  return async (claimed) => {
+    const refusal = notSendable(claimed);
+    if (refusal) {
+      return {
+        status: 'dead',
+        maxAttempts: claimed.replayed_from + MAX_ATTEMPTS,
+        nextRetryInMs: null,
+        httpStatus: null,
+        error: refusal,
+        durationMs: 0,
+        counts: false,
+      };
+    }
+    const started = performance.now();
+    let result: AttemptResult;
+    try {
+      if (claimed.attempt === claimed.replayed_from + 1 && claimed.replayed_from === 0)
+        metrics?.lag.observe((Date.now() - claimed.event_created_at.getTime()) / 1000);
+      result = await send(claimed);
+    } catch (error) {
+      // Our own failure (a secret that does not open, a bug): never the receiver's. The attempt
+      // is given back and tried again after the first gap, without counting against the webhook.
+      deps.report(error, 'webhook attempt failed inside the service');
+      return {
+        status: 'failed',
+        maxAttempts: claimed.replayed_from + MAX_ATTEMPTS,
+        nextRetryInMs: config.retryGapsMs[0] ?? 30_000,
+        httpStatus: null,
+        error: 'error interno del servicio al preparar el envío; se reintentará',
+        durationMs: Math.round(performance.now() - started),
+        counts: false,
+      };
+    }
+    // The retry schedule counts from the attempt a replay started again from.
+    const outcome = outcomeOf(
+      claimed.attempt - claimed.replayed_from,
+      judgedStatus(result),
+      config.retryGapsMs,
+    );
+    return {
+      status: outcome.status,
+      maxAttempts: claimed.replayed_from + outcome.maxAttempts,
+      nextRetryInMs: outcome.status === 'failed' ? outcome.retryInMs : null,
+      httpStatus: result.status,
+      error: result.error,
+      durationMs: result.durationMs,
+      counts: true,
+    };
+  };
+}
