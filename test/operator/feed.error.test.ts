@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
+import type { BookingInput } from '../../src/operator/feed/booking-schemas.js';
+import { upsertBooking } from '../../src/operator/feed/bookings.js';
 import { serviceForFile } from '../support/context.js';
 import {
   bookingBody,
@@ -154,6 +156,18 @@ describe('booking numbers', () => {
       'conflict',
       { field: 'reference' },
     );
+  });
+
+  test('a new number drawn that another booking has is drawn again, not refused', async () => {
+    const org = await newOrg(svc);
+    await putB(org, { reference: `${org.code}00000007` });
+    const draws = [7, 7, 8];
+    const id = randomUUID();
+    const { row } = await svc.db.tx((q) =>
+      upsertBooking(q, org.id, id, bookingBody() as BookingInput, () => draws.shift() as number),
+    );
+    assert.equal(row.reference, `${org.code}00000008`);
+    assert.deepEqual(draws, [], 'the taken number was drawn twice, then a free one');
   });
 });
 

@@ -4,7 +4,6 @@
 // the same transaction.
 import type { Queryable } from '../../db/db.js';
 import { AppError, invalidField, notFound } from '../../http/errors.js';
-import { findOrganization } from '../organizations.js';
 import type { BookingInput, BookingPatchInput, BookingRecordRow } from './booking-schemas.js';
 import {
   type BookingColumns,
@@ -71,19 +70,48 @@ function toRecord(row: StoredRow): BookingRecordRow {
   return { ...rest, confirmation: { mode: confirmation_mode, confirmed_at } };
 }
 
-async function lockBooking(q: Queryable, id: string): Promise<StoredRow | undefined> {
-  const [row] = await q.query<StoredRow>(`SELECT ${STORED} FROM bookings WHERE id = $1 FOR UPDATE`, [id]);
-  return row;
+/** The random part of a new number; undefined: generateReference's own draw. */
+type Digits = (() => number) | undefined;
+
+interface Originator {
+  id: string;
+  code: string;
+}
+
+/**
+ * The originating organization and the booking, locked, in one round trip: the organization must
+ * exist (404 otherwise); the booking may not (undefined).
+ */
+async function originatorAndBooking(
+  q: Queryable,
+  organizationId: string,
+  bookingId: string,
+): Promise<{ originator: Originator; previous: StoredRow | undefined }> {
+  const [row] = await q.query<StoredRow & { org_id: string; org_code: string }>(
+    `SELECT o.id AS org_id, o.code AS org_code, b.*
+     FROM organizations o
+     LEFT JOIN LATERAL (SELECT ${STORED} FROM bookings WHERE id = $2 FOR UPDATE) b ON true
+     WHERE o.id = $1`,
+    [organizationId, bookingId],
+  );
+  if (!row) throw notFound();
+  const { org_id, org_code, ...booking } = row;
+  return { originator: { id: org_id, code: org_code }, previous: booking.id ? booking : undefined };
 }
 
 const referenceTaken = async (q: Queryable, reference: string, bookingId: string) =>
   (await q.query('SELECT 1 FROM bookings WHERE reference = $1 AND id <> $2', [reference, bookingId])).length >
   0;
 
-/** A number for a new booking: the code and random digits, not taken. */
-async function freshReference(q: Queryable, code: string, bookingId: string): Promise<string> {
-  for (let attempt = 0; attempt < 5; attempt += 1) {
-    const candidate = generateReference(code);
+/** A number for a new booking: the code and random digits, not taken (after a first that was). */
+async function freshReference(
+  q: Queryable,
+  code: string,
+  bookingId: string,
+  digits: Digits,
+): Promise<string> {
+  for (let attempt = 1; attempt < 5; attempt += 1) {
+    const candidate = generateReference(code, digits);
     if (!(await referenceTaken(q, candidate, bookingId))) return candidate;
   }
   throw new AppError('internal');
@@ -108,18 +136,20 @@ const LOOK_UP = `SELECT
   EXISTS (SELECT 1 FROM bookings WHERE reference = $7 AND id <> $8) AS reference_taken`;
 
 /**
- * Every id the booking points at, and a new number it claims. Driver and vehicle belong to the
+ * Every id the booking points at, and the new number it claims. Driver and vehicle belong to the
  * organization that executes it; the customer to the originator and not deleted (a customer
  * deleted after the booking was made may stay on it: only a change of customer is checked).
+ * A number the platform gave that another booking has is a conflict; a number generated here that
+ * is taken is only answered with false, for another to be drawn.
  */
 async function checkLinks(
   q: Queryable,
   originatorId: string,
   bookingId: string,
   c: BookingColumns,
-  newReference: string | null,
+  newReference: { value: string; given: boolean } | null,
   previous?: StoredRow,
-) {
+): Promise<boolean> {
   const customer = c.customer_id !== previous?.customer_id ? c.customer_id : null;
   const [found] = await q.query<Found>(LOOK_UP, [
     c.executor_organization_id,
@@ -128,7 +158,7 @@ async function checkLinks(
     c.vehicle_id,
     originatorId,
     c.executor_organization_id ?? originatorId,
-    newReference,
+    newReference?.value ?? null,
     bookingId,
   ]);
   const f = found as Found;
@@ -150,26 +180,39 @@ async function checkLinks(
       'vehicle_id no es un vehículo de la organización que ejecuta la reserva.',
     );
   }
-  if (newReference && f.reference_taken) {
+  if (newReference?.given && f.reference_taken) {
     throw new AppError('conflict', { field: 'reference' }, 'Otra reserva ya tiene ese número.');
   }
+  return !f.reference_taken;
 }
 
 async function write(
   q: Queryable,
-  originator: { id: string; code: string },
+  originator: Originator,
   bookingId: string,
   input: BookingInput,
-  previous?: StoredRow,
+  previous: StoredRow | undefined,
+  digits?: Digits,
 ): Promise<Written<BookingRecordRow>> {
   const c = toColumns(input);
   checkFieldRules(c, originator.id);
   const given = input.reference;
   if (given !== undefined) checkReference(given, originator.code);
-  // The number given, else the stored one, else a new one.
-  const claimed = given !== undefined && given !== previous?.reference ? given : null;
-  await checkLinks(q, originator.id, bookingId, c, claimed, previous);
-  const reference = given ?? previous?.reference ?? (await freshReference(q, originator.code, bookingId));
+  // The number given, else the stored one, else a new one, checked in the same round trip as the
+  // links (and drawn again in the rare case it is taken).
+  const claimed =
+    given !== undefined && given !== previous?.reference
+      ? { value: given, given: true }
+      : given === undefined && !previous?.reference
+        ? { value: generateReference(originator.code, digits), given: false }
+        : null;
+  const free = await checkLinks(q, originator.id, bookingId, c, claimed, previous);
+  const reference =
+    given ??
+    previous?.reference ??
+    (free
+      ? (claimed as { value: string }).value
+      : await freshReference(q, originator.code, bookingId, digits));
   const values = WRITTEN.map((name) => {
     const value = c[name];
     return JSON_COLUMNS.has(name) && value !== null ? JSON.stringify(value) : value;
@@ -191,11 +234,12 @@ export async function upsertBooking(
   organizationId: string,
   bookingId: string,
   body: BookingInput,
+  /** The random part of a new number (tests pass their own). */
+  digits?: Digits,
 ): Promise<Written<BookingRecordRow>> {
-  const originator = await findOrganization(q, organizationId);
-  const previous = await lockBooking(q, bookingId);
+  const { originator, previous } = await originatorAndBooking(q, organizationId, bookingId);
   if (previous && previous.originator_organization_id !== originator.id) throw idOfAnotherOrganization();
-  return write(q, originator, bookingId, body, previous);
+  return write(q, originator, bookingId, body, previous, digits);
 }
 
 /** Changes the fields sent; the result must satisfy the same rules as a full body. */
@@ -205,8 +249,7 @@ export async function patchBooking(
   bookingId: string,
   patch: BookingPatchInput,
 ): Promise<BookingRecordRow> {
-  const originator = await findOrganization(q, organizationId);
-  const previous = await lockBooking(q, bookingId);
+  const { originator, previous } = await originatorAndBooking(q, organizationId, bookingId);
   if (!previous || previous.originator_organization_id !== originator.id) throw notFound();
   const input: BookingInput = { ...toInput(toRecord(previous)), ...patch };
   return (await write(q, originator, bookingId, input, previous)).row;
