@@ -43,6 +43,9 @@ export interface PostgresOptions {
   onIdleError?: (error: Error) => void;
 }
 
+/** How long an idle connection of the pool stays open. */
+export const IDLE_TIMEOUT_MS = 300_000;
+
 export function createPostgresDb(options: PostgresOptions): Db {
   const pool = new pg.Pool({
     connectionString: options.url,
@@ -50,6 +53,10 @@ export function createPostgresDb(options: PostgresOptions): Db {
     // Without a bound, a stalled database queues every request behind the pool for as long as
     // the stall lasts; with it they fail fast and the service stays answerable.
     connectionTimeoutMillis: options.connectionTimeoutMs ?? 0,
+    // A connection carries its prepared statements: one closed after a few quiet seconds (pg's
+    // default is 10) costs a new backend and every statement planned again, at the moment traffic
+    // comes back. Idle connections are cheap to keep; they close after five quiet minutes.
+    idleTimeoutMillis: IDLE_TIMEOUT_MS,
     options:
       [
         options.schema ? `-c search_path=${options.schema}` : '',

@@ -45,7 +45,7 @@ const WRITE_RETRY_MAX_MS = 1000;
 /** Outcomes are written until this long before their lease ends; after that the lease decides. */
 const LEASE_MARGIN_MS = 500;
 /** A worker holds up to this many times what it may have in flight (per webhook and in all). */
-const HOLD = 2;
+const HOLD = Number(process.env.BENCH_HOLD ?? 2);
 
 export interface WorkerDeps {
   db: Db;
