@@ -44,9 +44,10 @@ export interface Claimed extends AttemptContext {
  * - a webhook whose deliveries another worker holds is left to that worker until they are all
  *   ended or their leases expired: the worker that holds a webhook's deliveries is the one that
  *   bounds its attempts in flight, and it may hold more than it sends (its local queue). What a
- *   worker may take of a webhook is counted by claim_room (004_delivery_at_scale.sql), which takes
- *   the claim lock and counts with a snapshot of its own: claims take turns and each sees what the
- *   ones before it took, so two workers never both find a webhook free;
+ *   worker may take of a webhook is counted by claim_room (005_claims_side_by_side.sql), which tries
+ *   the webhook's own lock (busy: another claim is taking for it right now, so this one leaves it)
+ *   and counts with a snapshot of its own, so two workers never both find a webhook free, and
+ *   claims of different webhooks never wait for each other;
  * - the candidates are then taken in turns across organizations: every organization's first
  *   candidate before any organization's second.
  * SKIP LOCKED lets workers claim side by side; status and due time are checked again on the
@@ -109,6 +110,7 @@ const CLAIM_SQL = `
   -- (rows already due are left out: they wait for a slot of their webhook, and a freed slot wakes
   -- its worker).
   SELECT got.*,
+         coalesce(current_setting('svc.claim_skipped', true) = 'on', false) AS skipped,
          (SELECT ceil(extract(epoch FROM (min(next_retry_at) - now())) * 1000)::int8
           FROM webhook_deliveries WHERE status IN ('pending', 'failed') AND next_retry_at > now()) AS next_due_ms
   FROM (SELECT 1) AS one LEFT JOIN got ON true`;
@@ -117,6 +119,8 @@ export interface ClaimResult {
   claimed: Claimed[];
   /** Milliseconds until the next delivery not yet due falls due, by the database's clock; null if none. */
   nextDueMs: number | null;
+  /** A webhook was left because another claim was taking for it at that moment (claim_room). */
+  skipped: boolean;
 }
 
 export interface ClaimRequest {
@@ -134,7 +138,7 @@ export interface ClaimRequest {
 }
 
 export async function claimDeliveries(q: Queryable, r: ClaimRequest): Promise<ClaimResult> {
-  const rows = await q.query<Claimed & { next_due_ms: string | number | null }>(CLAIM_SQL, [
+  const rows = await q.query<Claimed & { next_due_ms: string | number | null; skipped: boolean }>(CLAIM_SQL, [
     r.take,
     r.perWebhook,
     r.leaseToken,
@@ -146,6 +150,7 @@ export async function claimDeliveries(q: Queryable, r: ClaimRequest): Promise<Cl
   return {
     claimed: rows.filter((r) => r.id !== null),
     nextDueMs: due === null || due === undefined ? null : Math.max(0, Number(due)),
+    skipped: rows[0]?.skipped === true,
   };
 }
 

@@ -3,8 +3,11 @@
 // global, across workers; and a worker that stops gives back what it held but never attempted, as
 // it was, without counting an attempt.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, test } from 'node:test';
+import { claimDeliveries } from '../../src/delivery/store.js';
 import { startDeliveryWorker } from '../../src/runtime.js';
+import { usingServer } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
 import { until } from '../support/wait.js';
 import {
@@ -86,4 +89,49 @@ test('a stopping worker gives back what it held ahead, the attempt not counted',
     { status: 'pending', attempt: 0, n: 2 },
   ]);
   assert.equal(receiver.requests.length, 1, 'only the hanging attempt was sent');
+});
+
+test('a claim leaves a webhook another claim is taking for, takes the rest without waiting, and says so', {
+  skip: usingServer ? false : 'needs PostgreSQL: the embedded database runs one transaction at a time',
+}, async () => {
+  const { svc, receiver } = await webhookService();
+  const t = await webhookTenant(svc);
+  const busy = await createWebhook(svc, t, receiver.url('/busy'), ['booking.created']);
+  const free = await createWebhook(svc, t, receiver.url('/free'), ['booking.created']);
+  await putBooking(svc, t.organization.id);
+  const claim = () =>
+    claimDeliveries(svc.db, {
+      take: 10,
+      perWebhook: 4,
+      leaseToken: randomUUID(),
+      leaseMs: 30_000,
+      owner: randomUUID(),
+    });
+  // Another claim holds the busy webhook's lock (claim_room's key) until its transaction ends.
+  let release = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let locked = () => {};
+  const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+  const other = svc.db.tx(async (q) => {
+    await q.query('SELECT pg_advisory_xact_lock(734110903, hashtext($1))', [busy.id]);
+    locked();
+    await held;
+  });
+  await lockTaken;
+  const first = await claim();
+  release();
+  await other;
+  assert.deepEqual(
+    first.claimed.map((c) => c.webhook_id),
+    [free.id],
+    'the free webhook is claimed while the other is being claimed elsewhere',
+  );
+  assert.equal(first.skipped, true);
+  const second = await claim();
+  assert.deepEqual(
+    second.claimed.map((c) => c.webhook_id),
+    [busy.id],
+    'once that claim has ended, the webhook it held is claimed',
+  );
+  assert.equal(second.skipped, false);
 });
