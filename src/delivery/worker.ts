@@ -44,7 +44,10 @@ const WRITE_RETRY_MS = 25;
 const WRITE_RETRY_MAX_MS = 1000;
 /** Outcomes are written until this long before their lease ends; after that the lease decides. */
 const LEASE_MARGIN_MS = 500;
-/** A claim that left a webhook to another claim running at that moment looks again after this. */
+/**
+ * A claim that left a webhook to another claim running at that moment, in a round that ended
+ * deliveries, looks again after this.
+ */
 const SKIPPED_RETRY_MS = 10;
 /** A worker holds up to this many times what it may have in flight (per webhook and in all). */
 const HOLD = 2;
@@ -282,8 +285,9 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     if (claim.claimed.length === free) return 0;
     const retryIn = retryDueAt - Date.now();
     retryDueAt = Number.POSITIVE_INFINITY;
-    // A webhook left to a claim running beside this one may have been left by that claim too.
-    if (claim.skipped) waitMs = Math.min(waitMs, SKIPPED_RETRY_MS);
+    // A webhook left to a claim running beside this one may have been left by that claim too, when
+    // it found there deliveries this round was ending: only then is it worth looking again soon.
+    if (claim.skipped && batch.length > 0) waitMs = Math.min(waitMs, SKIPPED_RETRY_MS);
     return Math.min(waitMs, Math.max(Math.min(claim.nextDueMs ?? POLL_MS, retryIn), 1));
   }
 
