@@ -2,7 +2,7 @@
 // outcome the retry policy gives its answer. No database work: the worker writes what this returns.
 import type { WebhookConfig } from '../config.js';
 import type { SecretBox } from '../security/secrets.js';
-import { deliveryBody } from './body.js';
+import { deliveryBodies } from './body.js';
 import type { DeliveryMetrics } from './metrics.js';
 import { MAX_ATTEMPTS, outcomeOf } from './policy.js';
 import { type AttemptResult, judgedStatus, type Sender } from './send.js';
@@ -32,9 +32,10 @@ function notSendable(ctx: AttemptContext): string | null {
 /** Makes one attempt of a claimed delivery and says what to record of it. */
 export function attempter(deps: AttemptDeps): (claimed: Claimed) => Promise<Recorded> {
   const { config, metrics } = deps;
+  const bodyOf = deliveryBodies();
 
   function send(claimed: Claimed): Promise<AttemptResult> {
-    const body = deliveryBody(claimed.event_id, claimed);
+    const body = bodyOf(claimed.event_id, claimed);
     const timestamp = Math.floor(Date.now() / 1000);
     const secrets = [deps.secrets.open(claimed.secret, claimed.webhook_id)];
     if (claimed.previous_valid && claimed.previous_secret) {
