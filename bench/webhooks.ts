@@ -88,6 +88,7 @@ const { values: args } = parseArgs({
     'dry-run': { type: 'boolean', default: false },
     'report-only': { type: 'boolean', default: false },
     profile: { type: 'string' },
+    rounds: { type: 'string', default: '1' },
   },
 });
 
@@ -467,10 +468,14 @@ async function snapshot(p: Probe): Promise<Snapshot> {
   };
 }
 
-/** CPU of backends seen at either end; a backend that came and went in between is missed. */
+/**
+ * CPU of the backends alive at the end: what each used since the first snapshot, all of it for one
+ * that started after it (its start is the phase's cost too). A backend that came and went in
+ * between is missed; pools keep their connections for minutes, so within a phase that is rare.
+ */
 function postgresDelta(before: Map<number, number>, after: Map<number, number>): number {
   let total = 0;
-  for (const [pid, ms] of after) total += ms - (before.get(pid) ?? ms);
+  for (const [pid, ms] of after) total += ms - (before.get(pid) ?? 0);
   return total;
 }
 
@@ -1007,52 +1012,109 @@ async function measureEngine(
   return { configurations };
 }
 
+/**
+ * The rounds of one configuration as one result: each figure is the median of its rounds (a
+ * percentile is the median of the rounds' percentiles); what each round gave of the headline
+ * figures is kept beside it.
+ */
+function ofRounds(results: ConfigurationResult[]): ConfigurationResult {
+  const merged = medianOf(results) as ConfigurationResult;
+  if (results.length < 2) return merged;
+  return {
+    ...merged,
+    rounds: results.map((r) => ({
+      drain: r.drain?.deliveriesPerSecond ?? null,
+      burst: r.burst.deliveriesPerSecond,
+      p99: r.latency.fromCommitMs.p99,
+      feedP99: r.latency.feedAnswerMs.p99,
+    })),
+  };
+}
+
+/** Numbers: their median; booleans: all true; objects and same-length arrays: field by field. */
+function medianOf(values: unknown[]): unknown {
+  const present = values.filter((v) => v !== null && v !== undefined);
+  const first = present[0];
+  if (first === undefined) return values[0];
+  if (typeof first === 'number') {
+    const sorted = (present.filter((v) => typeof v === 'number') as number[]).sort((a, b) => a - b);
+    const mid = Math.floor(sorted.length / 2);
+    const m =
+      sorted.length % 2 === 1 ? sorted[mid] : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+    return Number.isInteger(first) && sorted.every(Number.isInteger) ? Math.round(m as number) : m;
+  }
+  if (typeof first === 'boolean') return present.every((v) => v === true);
+  if (Array.isArray(first)) {
+    const same = present.every((v) => Array.isArray(v) && v.length === first.length);
+    return same ? first.map((_, i) => medianOf(present.map((v) => (v as unknown[])[i]))) : first;
+  }
+  if (typeof first === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(first))
+      out[key] = medianOf(present.map((v) => (v as Record<string, unknown>)[key]));
+    return out;
+  }
+  return first;
+}
+
 async function measure(kind: DbKind, receiver: BenchReceiver): Promise<WebhookRunResult> {
   const loadStart = loadavg();
   const date = new Date().toISOString();
   const sz = sizes(kind);
-  let dataDir: string | null = null;
-  let database: BenchDatabase;
-  if (kind === 'postgres') {
-    await recreateDatabase(args['database-url']);
-    database = { kind, url: args['database-url'] };
-  } else {
-    dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-webhooks-pglite-'));
-    database = { kind, dataDir };
-  }
   const extra: Record<string, string> = {};
   if (args.concurrency) extra.SVC_WEBHOOK_CONCURRENCY = String(settings.concurrency);
   if (args['per-webhook']) extra.SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK = String(settings.perWebhook);
-  const s = await serviceEnv(database, receiver.caFile, extra);
   const profileDir = args.profile ? resolve(args.profile) : undefined;
   if (profileDir) await mkdir(profileDir, { recursive: true });
 
-  let pgClient: pg.Client | null = null;
-  let reference: ConfigurationResult | null = null;
-  let configurations: ConfigurationResult[] = [];
-  try {
+  const rounds = positive('rounds', args.rounds);
+  const referenceRounds: ConfigurationResult[] = [];
+  const configurationRounds: ConfigurationResult[][] = [];
+  for (let round = 1; round <= rounds; round++) {
+    if (rounds > 1) log(`${kind}: round ${round} of ${rounds}`);
+    // Every round on an empty database: no round inherits another's rows.
+    let dataDir: string | null = null;
+    let database: BenchDatabase;
     if (kind === 'postgres') {
-      pgClient = new pg.Client({ connectionString: args['database-url'] });
-      await pgClient.connect();
+      await recreateDatabase(args['database-url']);
+      database = { kind, url: args['database-url'] };
+    } else {
+      dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-webhooks-pglite-'));
+      database = { kind, dataDir };
     }
-    const probe: Probe = {
-      serve: null,
-      workers: [],
-      pgClient,
-      dbName: decodeURIComponent(new URL(args['database-url']).pathname.slice(1)),
-      queries: 0,
-    };
-    // The reference first, alone on the database; PGlite cannot host it.
-    if (kind === 'postgres' && runReference) reference = await measureReference(kind, receiver, probe, sz);
-    if (runEngine) {
-      log(`${kind}: service, ${settings.webhooks} webhooks on ${receiver.origin}`);
-      ({ configurations } = await measureEngine(kind, receiver, s, probe, sz, profileDir));
+    const s = await serviceEnv(database, receiver.caFile, extra);
+    let pgClient: pg.Client | null = null;
+    try {
+      if (kind === 'postgres') {
+        pgClient = new pg.Client({ connectionString: args['database-url'] });
+        await pgClient.connect();
+      }
+      const probe: Probe = {
+        serve: null,
+        workers: [],
+        pgClient,
+        dbName: decodeURIComponent(new URL(args['database-url']).pathname.slice(1)),
+        queries: 0,
+      };
+      // The reference first, alone on the database; PGlite cannot host it.
+      if (kind === 'postgres' && runReference)
+        referenceRounds.push(await measureReference(kind, receiver, probe, sz));
+      if (runEngine) {
+        log(`${kind}: service, ${settings.webhooks} webhooks on ${receiver.origin}`);
+        configurationRounds.push(
+          (await measureEngine(kind, receiver, s, probe, sz, profileDir)).configurations,
+        );
+      }
+    } finally {
+      await pgClient?.end();
+      for (const c of running) await stopTracked(c);
+      if (dataDir) await rm(dataDir, { recursive: true, force: true });
     }
-  } finally {
-    await pgClient?.end();
-    for (const c of running) await stopTracked(c);
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
   }
+  const reference = referenceRounds.length > 0 ? ofRounds(referenceRounds) : null;
+  const configurations = (configurationRounds[0] ?? []).map((_, i) =>
+    ofRounds(configurationRounds.map((r) => r[i] as ConfigurationResult)),
+  );
 
   return {
     benchmark: 'webhook-delivery',
@@ -1073,6 +1135,7 @@ async function measure(kind: DbKind, receiver: BenchReceiver): Promise<WebhookRu
       lowSeconds: settings.lowSeconds,
       settleSeconds: sz.settleSeconds,
       quick: args.quick,
+      rounds,
       workerConcurrency: settings.concurrency,
       concurrencyPerWebhook: settings.perWebhook,
       webhookTimeoutMs: DEFAULT_TIMEOUT_MS,

@@ -113,6 +113,16 @@ export interface ConfigurationResult {
   ofCeiling: number;
   /** Deliveries/s after the feed ended over the ceiling's requests/s. */
   afterFeedOfCeiling: number | null;
+  /** With several rounds: what each gave of the headline figures (the rest are their medians). */
+  rounds?: RoundFigures[];
+}
+
+export interface RoundFigures {
+  drain: number | null;
+  burst: number;
+  /** p99 commit to arrival and feed write at the latency phase's rate, ms. */
+  p99: number | null;
+  feedP99: number | null;
 }
 
 export interface CeilingResult {
@@ -153,6 +163,8 @@ export interface WebhookRunResult {
     lowSeconds: number;
     settleSeconds?: number;
     quick?: boolean;
+    /** Rounds of every configuration; each figure is the median of its rounds. */
+    rounds?: number;
     workerConcurrency: number;
     concurrencyPerWebhook: number;
     webhookTimeoutMs: number;
@@ -380,6 +392,9 @@ export function renderRun(
       `${s.feedConcurrency} writes in flight; drain: ${int(s.drainEvents ?? 0)} events queued, then delivered; ` +
       `latency: one write every ${Math.round(1000 / s.latencyEventsPerSecond)} ms ` +
       `(open model) for ${s.latencySeconds} s.` +
+      ((s.rounds ?? 1) > 1
+        ? ` ${s.rounds} rounds, each on an empty database; every figure is the median of its rounds.`
+        : '') +
       (r.reference && ref
         ? ` Reference: graphile-worker ${ref.graphileWorker} (schema \`${ref.schema}\`, ${ref.concurrency} jobs in flight, ` +
           `local queue of ${ref.localQueueSize}, completeJobBatchDelay ${ref.completeJobBatchDelayMs}) + undici.`
@@ -470,7 +485,37 @@ export function renderSummary(results: WebhookRunResult[]): string {
     '| Configuration | PostgreSQL drain/s | burst/s | p99 | feed p99 | PGlite drain/s | burst/s | p99 | feed p99 |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...names.map(([name, label]) => `| ${label} | ${cell(pgRun, name)} | ${cell(liteRun, name)} |`),
+    ...renderRounds(results),
   ].join('\n');
+}
+
+/** With several rounds, what each round gave: the spread the medians above come from. */
+function renderRounds(results: WebhookRunResult[]): string[] {
+  const lines: string[] = [];
+  for (const r of results) {
+    const configs = all(r).filter((c) => c.rounds && c.rounds.length > 1);
+    if (configs.length === 0) continue;
+    const n = r.settings.rounds ?? configs[0]?.rounds?.length ?? 0;
+    const each = (
+      c: ConfigurationResult,
+      f: (x: RoundFigures) => number | null,
+      show: (x: number) => string,
+    ) => (c.rounds ?? []).map((x) => (f(x) === null ? '-' : show(f(x) as number))).join(' / ');
+    lines.push(
+      '',
+      `${r.db === 'postgres' ? 'PostgreSQL' : 'PGlite'}: ${n} rounds, the configurations taking turns within each ` +
+        'round (reference first); every figure of this section is the median of its rounds. Each round gave:',
+      '',
+      '| Configuration | drain/s | burst/s | p99 ms | feed p99 ms |',
+      '|---|---:|---:|---:|---:|',
+      ...configs.map(
+        (c) =>
+          `| ${c.label} | ${each(c, (x) => x.drain, int)} | ${each(c, (x) => x.burst, int)} | ` +
+          `${each(c, (x) => x.p99, ms)} | ${each(c, (x) => x.feedP99, ms)} |`,
+      ),
+    );
+  }
+  return lines;
 }
 
 const METHOD = `## Webhook delivery
