@@ -111,6 +111,8 @@ const CLAIM_SQL = `
   -- its worker).
   SELECT got.*,
          coalesce(current_setting('svc.claim_skipped', true) = 'on', false) AS skipped,
+         EXISTS (SELECT 1 FROM webhook_deliveries WHERE status IN ('pending', 'failed') AND next_retry_at <= now())
+           AS due_left,
          (SELECT ceil(extract(epoch FROM (min(next_retry_at) - now())) * 1000)::int8
           FROM webhook_deliveries WHERE status IN ('pending', 'failed') AND next_retry_at > now()) AS next_due_ms
   FROM (SELECT 1) AS one LEFT JOIN got ON true`;
@@ -121,6 +123,11 @@ export interface ClaimResult {
   nextDueMs: number | null;
   /** A webhook was left because another claim was taking for it at that moment (claim_room). */
   skipped: boolean;
+  /**
+   * Deliveries were due as the claim began (those it took among them): with nothing taken, the
+   * due ones wait for slots, of this worker or of the worker that holds their webhook.
+   */
+  dueLeft: boolean;
 }
 
 export interface ClaimRequest {
@@ -138,19 +145,15 @@ export interface ClaimRequest {
 }
 
 export async function claimDeliveries(q: Queryable, r: ClaimRequest): Promise<ClaimResult> {
-  const rows = await q.query<Claimed & { next_due_ms: string | number | null; skipped: boolean }>(CLAIM_SQL, [
-    r.take,
-    r.perWebhook,
-    r.leaseToken,
-    r.leaseMs,
-    r.ending ?? [],
-    r.owner,
-  ]);
+  const rows = await q.query<
+    Claimed & { next_due_ms: string | number | null; skipped: boolean; due_left: boolean }
+  >(CLAIM_SQL, [r.take, r.perWebhook, r.leaseToken, r.leaseMs, r.ending ?? [], r.owner]);
   const due = rows[0]?.next_due_ms;
   return {
     claimed: rows.filter((r) => r.id !== null),
     nextDueMs: due === null || due === undefined ? null : Math.max(0, Number(due)),
     skipped: rows[0]?.skipped === true,
+    dueLeft: rows[0]?.due_left === true,
   };
 }
 

@@ -39,6 +39,13 @@ import {
 
 export const POLL_MS = 1000;
 const PUBLISH_RETRY_MS = 20;
+/**
+ * After a claim that took nothing while deliveries were due, or a publish that found nothing, a
+ * notification does not start another one before this much time has passed: a worker whose
+ * webhooks another worker holds (or whose writers publish themselves) would otherwise ask again at
+ * every event committed, for nothing.
+ */
+const FRUITLESS_GAP_MS = 50;
 /** An outcome write that failed is tried again after this, doubling, up to WRITE_RETRY_MAX_MS. */
 const WRITE_RETRY_MS = 25;
 const WRITE_RETRY_MAX_MS = 1000;
@@ -233,14 +240,22 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   let lastHousekeeping = 0;
   let lastPublish = 0;
 
+  /** When the last claim that took nothing, and the last publish that found nothing, ended. */
+  let fruitlessClaimAt = 0;
+  let fruitlessPublishAt = 0;
+
   async function round(): Promise<number> {
     let waitMs = POLL_MS;
-    if (outboxDirty || Date.now() - lastPublish >= POLL_MS) {
+    const publishIn = fruitlessPublishAt + FRUITLESS_GAP_MS - Date.now();
+    if (outboxDirty && publishIn > 0) waitMs = publishIn;
+    else if (outboxDirty || Date.now() - lastPublish >= POLL_MS) {
       outboxDirty = false;
       lastPublish = Date.now();
       // Another publisher at work will have published what it saw; what committed after it is
       // looked for again shortly rather than queueing behind its lock.
-      if ((await publishEvents(db, { wait: false })).busy) {
+      const published = await publishEvents(db, { wait: false });
+      fruitlessPublishAt = published.events === 0 ? Date.now() : 0;
+      if (published.busy) {
         outboxDirty = true;
         waitMs = PUBLISH_RETRY_MS;
       }
@@ -256,7 +271,12 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     // The worker holds up to twice what it sends: attempts in flight and as many queued behind them.
     // The deliveries of the batch being written are no longer held: the claim counts them so, here
     // and in the per-webhook bound.
-    const free = stopping ? 0 : HOLD * config.concurrency - running.size - heldCount() - ended.length;
+    // A round that writes outcomes claims at once (their slots are free now); one woken only by a
+    // notification waits out the gap after a claim that took nothing.
+    const claimIn = batch.length === 0 ? fruitlessClaimAt + FRUITLESS_GAP_MS - Date.now() : 0;
+    if (claimIn > 0) waitMs = Math.min(waitMs, claimIn);
+    const free =
+      stopping || claimIn > 0 ? 0 : HOLD * config.concurrency - running.size - heldCount() - ended.length;
     const claimSentAt = Date.now();
     if (free > 0) metrics?.claims.inc();
     const [claim] = await Promise.all([
@@ -275,6 +295,9 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     ]);
     if (ended.length > 0) waitMs = Math.min(waitMs, Math.max(writeRetryAt - Date.now(), 1));
     if (!claim) return waitMs;
+    // Nothing taken while deliveries were due: they wait for slots (another worker's webhooks, or
+    // this worker's bounds), and the next event committed will not change that.
+    fruitlessClaimAt = claim.claimed.length === 0 && claim.dueLeft ? Date.now() : 0;
     const leaseEndsAt = claimSentAt + config.leaseMs;
     for (const claimed of claim.claimed) {
       const queue = held.get(claimed.webhook_id);

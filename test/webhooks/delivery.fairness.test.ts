@@ -3,9 +3,11 @@
 // waits for a slot instead of asking again and again.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import { publishEvents } from '../../src/delivery/publish.js';
+import { startDeliveryWorker } from '../../src/runtime.js';
 import { putBooking } from '../support/feed.js';
+import { until } from '../support/wait.js';
 import { createWebhook, webhookHarness, webhookTenant } from '../support/webhooks.js';
 
 const { svc, receiver } = await webhookHarness({
@@ -62,4 +64,46 @@ test('2,000 due deliveries on a hanging receiver: another organization is served
     await new Promise((r) => setTimeout(r, 5));
   }
   assert.equal(receiver.requests.filter((r) => r.path === slow).length, 4, 'four in flight, no more');
+});
+
+test('events streaming in for a webhook held at its bound: two workers claim a few times, not at each event', async () => {
+  const second = await startDeliveryWorker(svc.deps);
+  after(() => second.stop(100));
+  const held = `/held/${randomUUID()}`;
+  receiver.respond((req) => (req.path === held ? { hang: true } : { status: 200 }));
+  const t = await webhookTenant(svc);
+  await createWebhook(svc, t, receiver.url(held), ['booking.created']);
+  // Eight deliveries fill the bound (4 attempts hanging) and the holder's queue behind them.
+  for (let i = 0; i < 8; i++) await putBooking(svc, t.organization.id);
+  await until('four attempts hang', () => receiver.requests.filter((r) => r.path === held).length === 4);
+  await until('eight deliveries held', async () => {
+    const [row] = await svc.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+       WHERE w.organization_id = $1 AND d.status = 'delivering'`,
+      [t.organization.id],
+    );
+    return row?.n === 8;
+  });
+
+  // Sixty events through the feed, each publish its own notification: nothing either worker can take.
+  const EVENTS = 60;
+  const before = await claims();
+  const started = Date.now();
+  for (let i = 0; i < EVENTS; i += 4) {
+    await Promise.all([0, 1, 2, 3].map(() => putBooking(svc, t.organization.id)));
+  }
+  await until('every event fanned out', async () => {
+    const [row] = await svc.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+       WHERE w.organization_id = $1`,
+      [t.organization.id],
+    );
+    return row?.n === 8 + EVENTS;
+  });
+  const elapsed = Date.now() - started;
+  const made = (await claims()) - before;
+  // At most one claim per worker per 50 ms, plus the first of each; at every event it was 2 each.
+  const most = 2 * (Math.ceil(elapsed / 50) + 2);
+  assert.ok(made <= most, `${made} claims for ${EVENTS} events in ${elapsed} ms (at most ${most})`);
+  assert.ok(made < EVENTS, `${made} claims for ${EVENTS} events`);
 });
