@@ -56,8 +56,9 @@ export interface Claimed extends AttemptContext {
  * `ending` names this worker's deliveries whose outcome is being written at the same moment: their
  * slots count as free.
  */
-const CLAIM_SQL = `
-  WITH RECURSIVE hooks AS (
+/** The claim's common table expressions; `p(n)` names its n-th parameter in the statement. */
+const claimCtes = (p: (n: number) => string) => `
+  hooks AS (
     (SELECT webhook_id FROM webhook_deliveries
      WHERE status IN ('pending', 'failed') ORDER BY webhook_id LIMIT 1)
     UNION ALL
@@ -76,17 +77,17 @@ const CLAIM_SQL = `
       FROM webhook_deliveries d
       WHERE d.webhook_id = h.webhook_id AND d.status IN ('pending', 'failed') AND d.next_retry_at <= now()
       ORDER BY d.next_retry_at, d.event_id
-      LIMIT claim_room(h.webhook_id, $6::uuid, $5::uuid[], $2::int)
+      LIMIT claim_room(h.webhook_id, ${p(6)}::uuid, ${p(5)}::uuid[], ${p(2)}::int)
     ) x
   ), picked AS (
     SELECT w.id FROM webhook_deliveries w JOIN candidates c ON c.id = w.id
     WHERE w.status IN ('pending', 'failed') AND w.next_retry_at <= now()
-    ORDER BY c.turn, c.next_retry_at, c.event_id LIMIT $1
+    ORDER BY c.turn, c.next_retry_at, c.event_id LIMIT ${p(1)}
     FOR UPDATE OF w SKIP LOCKED
   ), claimed AS (
     UPDATE webhook_deliveries d
-    SET status = 'delivering', attempt = d.attempt + 1, lease_token = $3, lease_owner = $6,
-        lease_until = now() + make_interval(secs => $4::float8 / 1000)
+    SET status = 'delivering', attempt = d.attempt + 1, lease_token = ${p(3)}, lease_owner = ${p(6)},
+        lease_until = now() + make_interval(secs => ${p(4)}::float8 / 1000)
     FROM picked WHERE d.id = picked.id
     RETURNING d.id, d.webhook_id, d.event_id, d.attempt, d.replayed_from, d.lease_token
   ), got AS (
@@ -105,7 +106,13 @@ const CLAIM_SQL = `
     JOIN events e ON e.id = c.event_id
     JOIN organizations o ON o.id = e.organization_id
     LEFT JOIN event_payloads p ON p.event_id = e.id
-  )
+  )`;
+
+/**
+ * The claim's answer: its rows, and at least one row (see below) for the figures of the queue,
+ * with `extra` columns on each.
+ */
+const claimSelect = (extra = '') => `
   -- One row at least: with nothing claimed, it carries only when the next delivery falls due
   -- (rows already due are left out: they wait for a slot of their webhook, and a freed slot wakes
   -- its worker).
@@ -115,7 +122,10 @@ const CLAIM_SQL = `
            AS due_left,
          (SELECT ceil(extract(epoch FROM (min(next_retry_at) - now())) * 1000)::int8
           FROM webhook_deliveries WHERE status IN ('pending', 'failed') AND next_retry_at > now()) AS next_due_ms
+         ${extra}
   FROM (SELECT 1) AS one LEFT JOIN got ON true`;
+
+const CLAIM_SQL = `WITH RECURSIVE ${claimCtes((n) => `$${n}`)} ${claimSelect()}`;
 
 export interface ClaimResult {
   claimed: Claimed[];
@@ -144,10 +154,9 @@ export interface ClaimRequest {
   ending?: readonly string[];
 }
 
-export async function claimDeliveries(q: Queryable, r: ClaimRequest): Promise<ClaimResult> {
-  const rows = await q.query<
-    Claimed & { next_due_ms: string | number | null; skipped: boolean; due_left: boolean }
-  >(CLAIM_SQL, [r.take, r.perWebhook, r.leaseToken, r.leaseMs, r.ending ?? [], r.owner]);
+type ClaimRow = Claimed & { next_due_ms: string | number | null; skipped: boolean; due_left: boolean };
+
+function claimResult(rows: ClaimRow[]): ClaimResult {
   const due = rows[0]?.next_due_ms;
   return {
     claimed: rows.filter((r) => r.id !== null),
@@ -155,6 +164,19 @@ export async function claimDeliveries(q: Queryable, r: ClaimRequest): Promise<Cl
     skipped: rows[0]?.skipped === true,
     dueLeft: rows[0]?.due_left === true,
   };
+}
+
+export async function claimDeliveries(q: Queryable, r: ClaimRequest): Promise<ClaimResult> {
+  return claimResult(
+    await q.query<ClaimRow>(CLAIM_SQL, [
+      r.take,
+      r.perWebhook,
+      r.leaseToken,
+      r.leaseMs,
+      r.ending ?? [],
+      r.owner,
+    ]),
+  );
 }
 
 /**
@@ -209,10 +231,10 @@ export interface Written {
  * deactivates the webhook. The outcomes of one webhook in the batch are counted in the order
  * their attempts ended. Tests and deliveries to an inactive webhook never move the count.
  */
-const RECORD_SQL = `
-  WITH r AS (
-    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int4[], $5::float8[], $6::int4[],
-                         $7::text[], $8::int4[], $9::bool[])
+const recordCtes = (p: (n: number) => string) => `
+  r AS (
+    SELECT * FROM unnest(${p(1)}::uuid[], ${p(2)}::uuid[], ${p(3)}::text[], ${p(4)}::int4[], ${p(5)}::float8[], ${p(6)}::int4[],
+                         ${p(7)}::text[], ${p(8)}::int4[], ${p(9)}::bool[])
       WITH ORDINALITY AS r(id, token, status, max_attempts, retry_ms, http_status, error, duration_ms, counts, ord)
   ), d AS (
     UPDATE webhook_deliveries w SET
@@ -246,10 +268,10 @@ const RECORD_SQL = `
   ), h AS (
     UPDATE webhooks w SET
       consecutive_failures = CASE WHEN t.reset THEN 0 ELSE w.consecutive_failures END + t.dead,
-      active = CASE WHEN t.reset THEN 0 ELSE w.consecutive_failures END + t.dead < $10,
-      disabled_at = CASE WHEN CASE WHEN t.reset THEN 0 ELSE w.consecutive_failures END + t.dead >= $10
+      active = CASE WHEN t.reset THEN 0 ELSE w.consecutive_failures END + t.dead < ${p(10)},
+      disabled_at = CASE WHEN CASE WHEN t.reset THEN 0 ELSE w.consecutive_failures END + t.dead >= ${p(10)}
                          THEN now() ELSE w.disabled_at END,
-      disabled_reason = CASE WHEN CASE WHEN t.reset THEN 0 ELSE w.consecutive_failures END + t.dead >= $10
+      disabled_reason = CASE WHEN CASE WHEN t.reset THEN 0 ELSE w.consecutive_failures END + t.dead >= ${p(10)}
                              THEN 'consecutive_failures' ELSE w.disabled_reason END
     FROM tally t
     -- An inactive webhook's count stays as it is; a count that does not change leaves the row alone,
@@ -257,14 +279,28 @@ const RECORD_SQL = `
     WHERE w.id = t.webhook_id AND w.active
       AND CASE WHEN t.reset THEN 0 ELSE w.consecutive_failures END + t.dead <> w.consecutive_failures
     RETURNING w.id, w.active
-  )
-  SELECT coalesce((SELECT array_agg(id) FROM d), '{}') AS written,
+  )`;
+
+/** What the record answers: the deliveries written, the webhooks deactivated. */
+const RECORD_COLUMNS = `coalesce((SELECT array_agg(id) FROM d), '{}') AS written,
          coalesce((SELECT array_agg(id) FROM h WHERE NOT active), '{}') AS disabled`;
 
-export async function recordOutcomes(q: Queryable, batch: readonly Outcome[]): Promise<Written> {
-  if (batch.length === 0) return { written: [], disabled: [] };
+const RECORD_SQL = `WITH ${recordCtes((n) => `$${n}`)} SELECT ${RECORD_COLUMNS}`;
+
+/**
+ * A batch of outcomes written and the next claim made in one statement, one transaction: the
+ * claim's `ending` is the batch. The two touch different rows (the batch's are delivering, the
+ * claim's pending or failed), and the claim counts the batch's slots as free, as it does beside a
+ * separate write.
+ */
+const RECORD_AND_CLAIM_SQL = `WITH RECURSIVE ${recordCtes((n) => `$${n}`)},
+  ${claimCtes((n) => (n === 5 ? '$1' : n === 6 ? '$15' : `$${n + 10}`))}
+  ${claimSelect(`, ${RECORD_COLUMNS}`)}`;
+
+/** The record's parameters, $1 to $10. */
+function recordParams(batch: readonly Outcome[]): unknown[] {
   const col = <T>(f: (o: Outcome) => T) => batch.map(f);
-  const [row] = await q.query<Written>(RECORD_SQL, [
+  return [
     col((o) => o.claimed.id),
     col((o) => o.claimed.lease_token),
     col((o) => o.recorded.status),
@@ -275,8 +311,33 @@ export async function recordOutcomes(q: Queryable, batch: readonly Outcome[]): P
     col((o) => o.recorded.durationMs),
     col((o) => o.recorded.counts),
     CONSECUTIVE_FAILURES_TO_DISABLE,
-  ]);
+  ];
+}
+
+export async function recordOutcomes(q: Queryable, batch: readonly Outcome[]): Promise<Written> {
+  if (batch.length === 0) return { written: [], disabled: [] };
+  const [row] = await q.query<Written>(RECORD_SQL, recordParams(batch));
   return { written: row?.written ?? [], disabled: row?.disabled ?? [] };
+}
+
+/**
+ * Writes a batch of outcomes and claims the next deliveries in one statement (the batch is the
+ * claim's `ending`). Either both happen or neither does.
+ */
+export async function recordAndClaim(
+  q: Queryable,
+  batch: readonly Outcome[],
+  r: Omit<ClaimRequest, 'ending'>,
+): Promise<Written & { claim: ClaimResult }> {
+  const rows = await q.query<ClaimRow & Written>(RECORD_AND_CLAIM_SQL, [
+    ...recordParams(batch),
+    r.take,
+    r.perWebhook,
+    r.leaseToken,
+    r.leaseMs,
+    r.owner,
+  ]);
+  return { written: rows[0]?.written ?? [], disabled: rows[0]?.disabled ?? [], claim: claimResult(rows) };
 }
 
 /** Booking snapshots that no unfinished delivery needs any more: personal data is not kept longer. */

@@ -31,10 +31,12 @@ import {
   claimDeliveries,
   dropFinishedPayloads,
   type Outcome,
+  recordAndClaim,
   recordOutcomes,
   releaseExpiredLeases,
   releaseLeases,
   returnUnsent,
+  type Written,
 } from './store.js';
 
 export const POLL_MS = 1000;
@@ -199,41 +201,47 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   /** When the earliest retry this worker wrote falls due (a claim that ran beside it missed it). */
   let retryDueAt = Number.POSITIVE_INFINITY;
 
+  /** A batch written: only written outcomes are counted; retries it set wake this worker. */
+  function afterWrite(batch: (Outcome & { leaseEndsAt: number })[], { written, disabled }: Written) {
+    writeRetryMs = WRITE_RETRY_MS;
+    const done = new Set(written);
+    for (const o of batch) {
+      if (!done.has(o.claimed.id)) continue;
+      metrics?.attempts.inc({ outcome: o.recorded.counts ? o.recorded.status : 'not_sent' });
+      if (o.recorded.nextRetryInMs !== null)
+        retryDueAt = Math.min(retryDueAt, Date.now() + o.recorded.nextRetryInMs);
+    }
+    for (const webhook of disabled) {
+      metrics?.disabled.inc();
+      logger.warn({ webhook }, 'webhook deactivated after 100 dead deliveries in a row');
+    }
+  }
+
   /**
-   * Writes a batch of outcomes. A failed write is tried again, with back-off, until shortly before
-   * the lease ends: once it has ended the delivery may be claimed again, and the lease (not this
-   * worker) decides. Only written outcomes are counted in the metrics.
+   * A batch not written is tried again, with back-off, until shortly before the lease ends: once it
+   * has ended the delivery may be claimed again, and the lease (not this worker) decides.
    */
+  function writeFailed(batch: (Outcome & { leaseEndsAt: number })[], error: unknown) {
+    report(error, 'webhook outcomes not written yet; trying again');
+    const now = Date.now();
+    const keep = batch.filter((o) => o.leaseEndsAt - LEASE_MARGIN_MS > now);
+    if (keep.length < batch.length) {
+      logger.warn(
+        { deliveries: batch.length - keep.length },
+        'webhook outcomes not written before their lease ends; the lease returns them to the queue',
+      );
+    }
+    ended = keep.concat(ended);
+    writeRetryAt = now + writeRetryMs;
+    writeRetryMs = Math.min(writeRetryMs * 2, WRITE_RETRY_MAX_MS);
+  }
+
   async function write(batch: (Outcome & { leaseEndsAt: number })[]): Promise<void> {
     if (batch.length === 0) return;
-    try {
-      const { written, disabled } = await recordOutcomes(db, batch);
-      writeRetryMs = WRITE_RETRY_MS;
-      const done = new Set(written);
-      for (const o of batch) {
-        if (!done.has(o.claimed.id)) continue;
-        metrics?.attempts.inc({ outcome: o.recorded.counts ? o.recorded.status : 'not_sent' });
-        if (o.recorded.nextRetryInMs !== null)
-          retryDueAt = Math.min(retryDueAt, Date.now() + o.recorded.nextRetryInMs);
-      }
-      for (const webhook of disabled) {
-        metrics?.disabled.inc();
-        logger.warn({ webhook }, 'webhook deactivated after 100 dead deliveries in a row');
-      }
-    } catch (error) {
-      report(error, 'webhook outcomes not written yet; trying again');
-      const now = Date.now();
-      const keep = batch.filter((o) => o.leaseEndsAt - LEASE_MARGIN_MS > now);
-      if (keep.length < batch.length) {
-        logger.warn(
-          { deliveries: batch.length - keep.length },
-          'webhook outcomes not written before their lease ends; the lease returns them to the queue',
-        );
-      }
-      ended = keep.concat(ended);
-      writeRetryAt = now + writeRetryMs;
-      writeRetryMs = Math.min(writeRetryMs * 2, WRITE_RETRY_MAX_MS);
-    }
+    await recordOutcomes(db, batch).then(
+      (result) => afterWrite(batch, result),
+      (error) => writeFailed(batch, error),
+    );
   }
 
   const housekeepingEveryMs = Math.min(config.leaseMs / 2, 5000);
@@ -279,18 +287,30 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       stopping || claimIn > 0 ? 0 : HOLD * config.concurrency - running.size - heldCount() - ended.length;
     const claimSentAt = Date.now();
     if (free > 0) metrics?.claims.inc();
+    const request = {
+      take: free,
+      perWebhook: HOLD * config.concurrencyPerWebhook,
+      leaseToken: randomUUID(),
+      leaseMs: config.leaseMs,
+      owner,
+    };
+    // Outcomes to write and room to claim: one statement does both (the batch's slots count as
+    // free in the claim). Otherwise whichever is needed.
     const [claim] = await Promise.all([
-      free > 0
-        ? claimDeliveries(db, {
-            take: free,
-            perWebhook: HOLD * config.concurrencyPerWebhook,
-            leaseToken: randomUUID(),
-            leaseMs: config.leaseMs,
-            owner,
-            ending: batch.map((o) => o.claimed.id),
-          })
-        : null,
-      write(batch),
+      free > 0 && batch.length > 0
+        ? recordAndClaim(db, batch, request).then(
+            (result) => {
+              afterWrite(batch, result);
+              return result.claim;
+            },
+            (error) => {
+              writeFailed(batch, error);
+              return null;
+            },
+          )
+        : free > 0
+          ? claimDeliveries(db, request)
+          : write(batch).then(() => null),
       giveBack(unsent.splice(0)),
     ]);
     if (ended.length > 0) waitMs = Math.min(waitMs, Math.max(writeRetryAt - Date.now(), 1));

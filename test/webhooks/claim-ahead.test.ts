@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, test } from 'node:test';
-import { claimDeliveries } from '../../src/delivery/store.js';
+import { type Claimed, claimDeliveries, recordAndClaim } from '../../src/delivery/store.js';
 import { startDeliveryWorker } from '../../src/runtime.js';
 import { usingServer } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
@@ -134,4 +134,52 @@ test('a claim leaves a webhook another claim is taking for, takes the rest witho
     'once that claim has ended, the webhook it held is claimed',
   );
   assert.equal(second.skipped, false);
+});
+
+test('outcomes written and the next deliveries claimed in one statement: both, or neither', async () => {
+  const { svc, receiver } = await webhookService();
+  const t = await webhookTenant(svc);
+  const hook = await createWebhook(svc, t, receiver.url('/together'), ['booking.created']);
+  for (let i = 0; i < 3; i++) await putBooking(svc, t.organization.id);
+  const owner = randomUUID();
+  const request = () => ({ take: 1, perWebhook: 4, leaseToken: randomUUID(), leaseMs: 30_000, owner });
+  const states = async () =>
+    (
+      await svc.db.query<{ status: string }>(
+        'SELECT status FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY status',
+        [hook.id],
+      )
+    ).map((r) => r.status);
+  const [first] = (await claimDeliveries(svc.db, request())).claimed;
+  assert.ok(first);
+  const done = (c: Claimed) => ({
+    claimed: c,
+    recorded: {
+      status: 'succeeded' as const,
+      maxAttempts: 8,
+      nextRetryInMs: null,
+      httpStatus: 200,
+      error: null,
+      durationMs: 3,
+      counts: true,
+    },
+  });
+  const both = await recordAndClaim(svc.db, [done(first)], request());
+  assert.deepEqual(both.written, [first.id]);
+  assert.equal(both.claim.claimed.length, 1, 'the next one claimed by the same statement');
+  assert.deepEqual(await states(), ['delivering', 'pending', 'succeeded']);
+
+  // The write refused: the claim beside it is not made either.
+  const second = both.claim.claimed[0] as Claimed;
+  await svc.db.exec(`
+    CREATE FUNCTION refuse_together() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'refused'; END $$;
+    CREATE TRIGGER refuse_together BEFORE UPDATE ON webhook_deliveries FOR EACH ROW
+      WHEN (OLD.status = 'delivering') EXECUTE FUNCTION refuse_together();`);
+  try {
+    await assert.rejects(recordAndClaim(svc.db, [done(second)], request()));
+  } finally {
+    await svc.db.exec('DROP TRIGGER refuse_together ON webhook_deliveries; DROP FUNCTION refuse_together()');
+  }
+  assert.deepEqual(await states(), ['delivering', 'pending', 'succeeded']);
 });
