@@ -1,7 +1,7 @@
 // SQL of the delivery engine. Every statement is short: a worker claims deliveries and commits,
 // makes its HTTP attempts with no transaction open, then records each outcome in one statement.
 import type { Queryable } from '../db/db.js';
-import { CONSECUTIVE_FAILURES_TO_DISABLE, MAX_ATTEMPTS } from './policy.js';
+import { CONSECUTIVE_FAILURES_TO_DISABLE } from './policy.js';
 
 /** Everything one attempt needs, read at the claim (scopes and url may change between attempts). */
 export interface AttemptContext {
@@ -109,10 +109,10 @@ const claimCtes = (p: (n: number) => string) => `
   )`;
 
 /**
- * The claim's answer: its rows, and at least one row (see below) for the figures of the queue,
- * with `extra` columns on each.
+ * The claim's answer: its rows, and at least one row (see below) for the figures of the queue.
+ * `once` adds columns (name to expression) carried by the first row only, null on the others.
  */
-const claimSelect = (extra = '') => `
+const claimSelect = (once: Record<string, string> = {}) => `
   -- One row at least: with nothing claimed, it carries only when the next delivery falls due
   -- (rows already due are left out: they wait for a slot of their webhook, and a freed slot wakes
   -- its worker).
@@ -122,8 +122,10 @@ const claimSelect = (extra = '') => `
            AS due_left,
          (SELECT ceil(extract(epoch FROM (min(next_retry_at) - now())) * 1000)::int8
           FROM webhook_deliveries WHERE status IN ('pending', 'failed') AND next_retry_at > now()) AS next_due_ms
-         ${extra}
-  FROM (SELECT 1) AS one LEFT JOIN got ON true`;
+         ${Object.entries(once)
+           .map(([name, expr]) => `, CASE WHEN coalesce(got.nth, 1) = 1 THEN ${expr} END AS ${name}`)
+           .join('')}
+  FROM (SELECT 1) AS one LEFT JOIN (SELECT *, row_number() OVER () AS nth FROM got) AS got ON true`;
 
 const CLAIM_SQL = `WITH RECURSIVE ${claimCtes((n) => `$${n}`)} ${claimSelect()}`;
 
@@ -282,10 +284,15 @@ const recordCtes = (p: (n: number) => string) => `
   )`;
 
 /** What the record answers: the deliveries written, the webhooks deactivated. */
-const RECORD_COLUMNS = `coalesce((SELECT array_agg(id) FROM d), '{}') AS written,
-         coalesce((SELECT array_agg(id) FROM h WHERE NOT active), '{}') AS disabled`;
+const RECORD_COLUMNS = {
+  written: `coalesce((SELECT array_agg(id) FROM d), '{}')`,
+  disabled: `coalesce((SELECT array_agg(id) FROM h WHERE NOT active), '{}')`,
+};
 
-const RECORD_SQL = `WITH ${recordCtes((n) => `$${n}`)} SELECT ${RECORD_COLUMNS}`;
+const RECORD_SQL = `WITH ${recordCtes((n) => `$${n}`)}
+  SELECT ${Object.entries(RECORD_COLUMNS)
+    .map(([name, expr]) => `${expr} AS ${name}`)
+    .join(', ')}`;
 
 /**
  * A batch of outcomes written and the next claim made in one statement, one transaction: the
@@ -295,7 +302,7 @@ const RECORD_SQL = `WITH ${recordCtes((n) => `$${n}`)} SELECT ${RECORD_COLUMNS}`
  */
 const RECORD_AND_CLAIM_SQL = `WITH RECURSIVE ${recordCtes((n) => `$${n}`)},
   ${claimCtes((n) => (n === 5 ? '$1' : n === 6 ? '$15' : `$${n + 10}`))}
-  ${claimSelect(`, ${RECORD_COLUMNS}`)}`;
+  ${claimSelect(RECORD_COLUMNS)}`;
 
 /** The record's parameters, $1 to $10. */
 function recordParams(batch: readonly Outcome[]): unknown[] {
@@ -337,7 +344,8 @@ export async function recordAndClaim(
     r.leaseMs,
     r.owner,
   ]);
-  return { written: rows[0]?.written ?? [], disabled: rows[0]?.disabled ?? [], claim: claimResult(rows) };
+  const first = rows.find((row) => row.written !== null);
+  return { written: first?.written ?? [], disabled: first?.disabled ?? [], claim: claimResult(rows) };
 }
 
 /** Booking snapshots that no unfinished delivery needs any more: personal data is not kept longer. */
@@ -394,46 +402,4 @@ export function deliveryCounts(q: Queryable): Promise<{ status: string; n: numbe
     `SELECT status, count(*)::int AS n FROM webhook_deliveries
      WHERE status IN ('pending', 'delivering', 'failed') GROUP BY status`,
   );
-}
-
-export interface ReplayFilter {
-  webhookId: string;
-  since: Date;
-  until: Date | null;
-  limit: number;
-}
-
-/**
- * An operator's replay: dead deliveries of one webhook, created in [since, until), queued again
- * under their own ids, due now, in event order (event ids sort like the events). Each counts its
- * attempts on from where it ended: `attempt` keeps growing, `max_attempts` becomes that plus the
- * eight of the schedule, which starts over. The booking a body carries is the booking as it is at
- * the replay (the snapshot taken with the change was dropped when the delivery ended); a booking
- * deleted since is sent as `data: null`. Returns how many were queued.
- */
-export async function replayDeadDeliveries(q: Queryable, f: ReplayFilter): Promise<number> {
-  const [row] = await q.query<{ n: number }>(
-    `WITH picked AS (
-       SELECT d.id, d.event_id FROM webhook_deliveries d
-       WHERE d.webhook_id = $1 AND d.status = 'dead'
-         AND d.created_at >= $2 AND ($3::timestamptz IS NULL OR d.created_at < $3)
-       ORDER BY d.event_id LIMIT $4
-     ), payloads AS (
-       INSERT INTO event_payloads (event_id, booking)
-       SELECT DISTINCT ON (e.id) e.id, booking_snapshot(b)
-       FROM picked p JOIN events e ON e.id = p.event_id JOIN bookings b ON b.id = e.resource_id
-       WHERE e.resource_type = 'booking'
-       ON CONFLICT (event_id) DO NOTHING
-     ), replayed AS (
-       UPDATE webhook_deliveries d SET
-         status = 'pending', next_retry_at = now(), replayed_from = d.attempt,
-         max_attempts = d.attempt + $5, lease_until = NULL, lease_token = NULL
-       FROM picked p WHERE d.id = p.id
-       RETURNING 1
-     )
-     SELECT count(*)::int AS n FROM replayed`,
-    [f.webhookId, f.since, f.until, f.limit, MAX_ATTEMPTS],
-  );
-  if ((row?.n ?? 0) > 0) await q.query("SELECT pg_notify('svc_deliveries', current_schema())");
-  return row?.n ?? 0;
 }

@@ -28,6 +28,8 @@ import { publishEvents, publishingForWriters } from './publish.js';
 import type { Sender } from './send.js';
 import {
   type Claimed,
+  type ClaimRequest,
+  type ClaimResult,
   claimDeliveries,
   dropFinishedPayloads,
   type Outcome,
@@ -244,6 +246,31 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     );
   }
 
+  /**
+   * Writes a batch and claims up to `request.take` more: one statement when there are both (the
+   * batch's slots count as free in the claim), else whichever there is. The claim, or null when
+   * none was made.
+   */
+  async function exchange(
+    batch: (Outcome & { leaseEndsAt: number })[],
+    request: Omit<ClaimRequest, 'ending'>,
+  ): Promise<ClaimResult | null> {
+    if (request.take <= 0) {
+      await write(batch);
+      return null;
+    }
+    if (batch.length === 0) return claimDeliveries(db, request);
+    let result: Awaited<ReturnType<typeof recordAndClaim>>;
+    try {
+      result = await recordAndClaim(db, batch, request);
+    } catch (error) {
+      writeFailed(batch, error);
+      return null;
+    }
+    afterWrite(batch, result);
+    return result.claim;
+  }
+
   const housekeepingEveryMs = Math.min(config.leaseMs / 2, 5000);
   let lastHousekeeping = 0;
   let lastPublish = 0;
@@ -294,25 +321,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       leaseMs: config.leaseMs,
       owner,
     };
-    // Outcomes to write and room to claim: one statement does both (the batch's slots count as
-    // free in the claim). Otherwise whichever is needed.
-    const [claim] = await Promise.all([
-      free > 0 && batch.length > 0
-        ? recordAndClaim(db, batch, request).then(
-            (result) => {
-              afterWrite(batch, result);
-              return result.claim;
-            },
-            (error) => {
-              writeFailed(batch, error);
-              return null;
-            },
-          )
-        : free > 0
-          ? claimDeliveries(db, request)
-          : write(batch).then(() => null),
-      giveBack(unsent.splice(0)),
-    ]);
+    const [claim] = await Promise.all([exchange(batch, request), giveBack(unsent.splice(0))]);
     if (ended.length > 0) waitMs = Math.min(waitMs, Math.max(writeRetryAt - Date.now(), 1));
     if (!claim) return waitMs;
     // Nothing taken while deliveries were due: they wait for slots (another worker's webhooks, or

@@ -2,7 +2,7 @@
 // Integrators themselves reconcile through GET /events (the contract's way); this is the
 // platform's tool for when a receiver was down longer than the whole retry span.
 import { Type } from 'typebox';
-import { replayDeadDeliveries } from '../delivery/store.js';
+import { replayDeadDeliveries } from '../delivery/replay.js';
 import { AppError, notFound } from '../http/errors.js';
 import type { App } from '../http/kit.js';
 import { DateTimeInput, IdParams, Uuid } from '../http/schemas.js';
