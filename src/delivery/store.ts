@@ -50,8 +50,12 @@ export interface Claimed extends AttemptContext {
  *   claims of different webhooks never wait for each other;
  * - the candidates are then taken in turns across organizations: every organization's first
  *   candidate before any organization's second.
- * SKIP LOCKED lets workers claim side by side; status and due time are checked again on the
- * locked row, so a delivery another worker has just claimed is never taken twice. The attempt
+ * Each webhook's candidates are locked as its index is read (SKIP LOCKED, so workers claim side by
+ * side); status and due time are checked again on the locked row, so a delivery another worker has
+ * just claimed is never taken twice. Locking there, rather than joining the candidates back to the
+ * queue, keeps a claim's cost to the rows it reads, however deep the backlog (bench/claim-plan.ts).
+ * A candidate locked but not taken is free again when the claim commits. The rows come in the
+ * order of their attempts. The attempt
  * number is counted here: an attempt whose worker dies still counts.
  * `ending` names this worker's deliveries whose outcome is being written at the same moment: their
  * slots count as free.
@@ -68,30 +72,31 @@ const claimCtes = (p: (n: number) => string) => `
     FROM hooks h WHERE h.webhook_id IS NOT NULL
   ), candidates AS (
     SELECT x.id, x.next_retry_at, x.event_id, w.organization_id,
-           row_number() OVER (PARTITION BY w.organization_id ORDER BY x.k, x.next_retry_at, x.event_id) AS turn
+           row_number() OVER (PARTITION BY h.webhook_id ORDER BY x.next_retry_at, x.event_id) AS k
     FROM hooks h
     JOIN webhooks w ON w.id = h.webhook_id
     CROSS JOIN LATERAL (
-      SELECT d.id, d.next_retry_at, d.event_id,
-             row_number() OVER (ORDER BY d.next_retry_at, d.event_id) AS k
+      SELECT d.id, d.next_retry_at, d.event_id
       FROM webhook_deliveries d
       WHERE d.webhook_id = h.webhook_id AND d.status IN ('pending', 'failed') AND d.next_retry_at <= now()
       ORDER BY d.next_retry_at, d.event_id
       LIMIT claim_room(h.webhook_id, ${p(6)}::uuid, ${p(5)}::uuid[], ${p(2)}::int)
+      FOR UPDATE OF d SKIP LOCKED
     ) x
   ), picked AS (
-    SELECT w.id FROM webhook_deliveries w JOIN candidates c ON c.id = w.id
-    WHERE w.status IN ('pending', 'failed') AND w.next_retry_at <= now()
-    ORDER BY c.turn, c.next_retry_at, c.event_id LIMIT ${p(1)}
-    FOR UPDATE OF w SKIP LOCKED
+    -- pos: the order of attempts (the answer's rows come in it; a join's output order is the plan's).
+    SELECT c.id, row_number() OVER (ORDER BY c.turn, c.next_retry_at, c.event_id) AS pos
+    FROM (SELECT *, row_number() OVER (PARTITION BY organization_id ORDER BY k, next_retry_at, event_id) AS turn
+          FROM candidates) c
+    ORDER BY pos LIMIT ${p(1)}
   ), claimed AS (
     UPDATE webhook_deliveries d
     SET status = 'delivering', attempt = d.attempt + 1, lease_token = ${p(3)}, lease_owner = ${p(6)},
         lease_until = now() + make_interval(secs => ${p(4)}::float8 / 1000)
     FROM picked WHERE d.id = picked.id
-    RETURNING d.id, d.webhook_id, d.event_id, d.attempt, d.replayed_from, d.lease_token
+    RETURNING d.id, d.webhook_id, d.event_id, d.attempt, d.replayed_from, d.lease_token, picked.pos
   ), got AS (
-    SELECT c.id, c.webhook_id, c.event_id, c.attempt, c.replayed_from, c.lease_token,
+    SELECT c.pos, c.id, c.webhook_id, c.event_id, c.attempt, c.replayed_from, c.lease_token,
            w.active AS webhook_active, w.url, w.secret, w.previous_secret,
            coalesce(w.previous_secret_until > now(), false) AS previous_valid,
            i.status = 'active' AS integration_active, i.scopes,
@@ -103,7 +108,8 @@ const claimCtes = (p: (n: number) => string) => `
     FROM claimed c
     JOIN webhooks w ON w.id = c.webhook_id
     JOIN integrations i ON i.id = w.integration_id
-    JOIN events e ON e.id = c.event_id
+    -- One key lookup per claimed row (LIMIT keeps the planner from hashing the whole events table).
+    CROSS JOIN LATERAL (SELECT * FROM events e WHERE e.id = c.event_id LIMIT 1) e
     JOIN organizations o ON o.id = e.organization_id
     LEFT JOIN event_payloads p ON p.event_id = e.id
   )`;
@@ -125,7 +131,8 @@ const claimSelect = (once: Record<string, string> = {}) => `
          ${Object.entries(once)
            .map(([name, expr]) => `, CASE WHEN coalesce(got.nth, 1) = 1 THEN ${expr} END AS ${name}`)
            .join('')}
-  FROM (SELECT 1) AS one LEFT JOIN (SELECT *, row_number() OVER () AS nth FROM got) AS got ON true`;
+  FROM (SELECT 1) AS one LEFT JOIN (SELECT *, row_number() OVER (ORDER BY pos) AS nth FROM got) AS got ON true
+  ORDER BY got.pos`;
 
 const CLAIM_SQL = `WITH RECURSIVE ${claimCtes((n) => `$${n}`)} ${claimSelect()}`;
 

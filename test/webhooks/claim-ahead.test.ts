@@ -183,3 +183,29 @@ test('outcomes written and the next deliveries claimed in one statement: both, o
   }
   assert.deepEqual(await states(), ['delivering', 'pending', 'succeeded']);
 });
+
+test('a claim answers in the order of its attempts: each webhook oldest first, organizations in turns', async () => {
+  const { svc, receiver } = await webhookService();
+  const a = await webhookTenant(svc);
+  const b = await webhookTenant(svc);
+  await createWebhook(svc, a, receiver.url('/a'), ['booking.created']);
+  await createWebhook(svc, b, receiver.url('/b'), ['booking.created']);
+  const put = async (t: typeof a) => {
+    const id = randomUUID();
+    await putBooking(svc, t.organization.id, {}, id);
+    return id;
+  };
+  const fromA = [await put(a), await put(a), await put(a)];
+  const fromB = [await put(b), await put(b), await put(b)];
+  const { claimed } = await claimDeliveries(svc.db, {
+    take: 10,
+    perWebhook: 4,
+    leaseToken: randomUUID(),
+    leaseMs: 30_000,
+    owner: randomUUID(),
+  });
+  assert.deepEqual(
+    claimed.map((c) => c.resource_id),
+    [fromA[0], fromB[0], fromA[1], fromB[1], fromA[2], fromB[2]],
+  );
+});
