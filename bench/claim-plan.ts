@@ -5,12 +5,15 @@
 // changed by the claim's own transaction would fire foreign-key checks a real claim does not pay);
 // each claim is then run and rolled back.
 //
-//   node --import tsx bench/claim-plan.ts [--database-url URL] [--due 4000] [--take 32] [--runs 12]
+// --record N: the statement of a worker's round instead, N outcomes written (of deliveries claimed
+// and committed first) beside the next claim.
+//
+//   node --import tsx bench/claim-plan.ts [--database-url URL] [--due 4000] [--take 32] [--record 16] [--runs 12]
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import type { Queryable } from '../src/db/db.js';
-import { claimDeliveries } from '../src/delivery/store.js';
+import { type Claimed, claimDeliveries, recordAndClaim } from '../src/delivery/store.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -19,11 +22,13 @@ const { values: args } = parseArgs({
     take: { type: 'string', default: '32' },
     'per-webhook': { type: 'string', default: '8' },
     runs: { type: 'string', default: '12' },
+    'plan-cache-mode': { type: 'string' },
+    record: { type: 'string' },
   },
 });
 
-/** The claim's statement and parameters, as claimDeliveries sends them. */
-async function claimStatement(take: number, perWebhook: number) {
+/** The statement and parameters `send` makes, captured instead of run. */
+async function statementOf(send: (q: Queryable) => Promise<unknown>) {
   let captured: { sql: string; params: readonly unknown[] } | undefined;
   const capture: Queryable = {
     async query<T>(sql: string, params: readonly unknown[] = []) {
@@ -32,22 +37,38 @@ async function claimStatement(take: number, perWebhook: number) {
     },
     async exec() {},
   };
-  await claimDeliveries(capture, {
-    take,
-    perWebhook,
-    leaseToken: randomUUID(),
-    leaseMs: 60_000,
-    owner: randomUUID(),
-  });
-  if (!captured) throw new Error('claimDeliveries sent no statement');
+  await send(capture).catch(() => {});
+  if (!captured) throw new Error('no statement sent');
   return captured;
 }
+
+const request = (take: number, owner: string) => ({
+  take,
+  perWebhook: Number(args['per-webhook']),
+  leaseToken: randomUUID(),
+  leaseMs: 60_000,
+  owner,
+});
+
+const succeeded = (claimed: Claimed) => ({
+  claimed,
+  recorded: {
+    status: 'succeeded' as const,
+    maxAttempts: 8,
+    nextRetryInMs: null,
+    httpStatus: 200,
+    error: null,
+    durationMs: 3,
+    counts: true,
+  },
+});
 
 const client = new pg.Client({ connectionString: args['database-url'] });
 await client.connect();
 try {
   const due = Number(args.due);
-  const { sql, params } = await claimStatement(Number(args.take), Number(args['per-webhook']));
+  const take = Number(args.take);
+  const owner = randomUUID();
   const reset = await client.query(
     `UPDATE webhook_deliveries SET status = 'pending', next_retry_at = now() - interval '1 second',
        attempt = 0, lease_token = NULL, lease_owner = NULL, lease_until = NULL
@@ -60,9 +81,27 @@ try {
     `${reset.rowCount} deliveries due of ${total.rows[0].n}; ${events.rows[0].n} events\n`,
   );
   await client.query('VACUUM ANALYZE webhook_deliveries');
+  const db: Queryable = {
+    query: async <T>(sql: string, params: readonly unknown[] = []) =>
+      (await client.query(sql, params as unknown[])).rows as T[],
+    exec: async (sql: string) => void (await client.query(sql)),
+  };
+  const record = args.record === undefined ? 0 : Number(args.record);
+  const ending = record > 0 ? (await claimDeliveries(db, request(record, owner))).claimed : [];
+  if (ending.length < record) throw new Error(`only ${ending.length} deliveries to record`);
+  const { sql, params } = await statementOf((q) =>
+    record > 0
+      ? recordAndClaim(q, ending.map(succeeded), request(take, owner))
+      : claimDeliveries(q, request(take, owner)),
+  );
+  process.stdout.write(record > 0 ? `${record} outcomes written, ${take} claimed\n` : `${take} claimed\n`);
   await client.query('BEGIN');
+  if (args['plan-cache-mode']) await client.query(`SET LOCAL plan_cache_mode = ${args['plan-cache-mode']}`);
   await client.query(`PREPARE claim AS ${sql}`);
-  const values = params.map((v) => (Array.isArray(v) ? `'{${v.join(',')}}'` : `'${String(v)}'`));
+  const literal = (v: unknown) => (v === null ? 'NULL' : `'${String(v)}'`);
+  const values = params.map((v) =>
+    Array.isArray(v) ? `'{${v.map((x) => (x === null ? 'NULL' : `"${String(x)}"`)).join(',')}}'` : literal(v),
+  );
   const runs = Number(args.runs);
   for (let i = 1; i <= runs; i++) {
     await client.query('SAVEPOINT run');

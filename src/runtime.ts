@@ -108,6 +108,9 @@ export async function createDeps(config: Config, db: Db): Promise<Deps> {
   };
 }
 
+/** Connections of a delivery worker's own pool. */
+const ENGINE_CONNECTIONS = 3;
+
 /**
  * A delivery worker for this process, on the application's metrics registry. The development
  * settings that widen what a delivery may reach are logged loudly whenever they are on.
@@ -131,8 +134,12 @@ export async function startDeliveryWorker(deps: Deps): Promise<Worker> {
     timeoutMs: webhooks.timeoutMs,
     ca: webhooks.caFile ? await readFile(webhooks.caFile) : null,
   });
+  // The engine's statements on connections of their own, each planned once (Db.withPlansKept). A
+  // worker runs one round at a time, beside which it may give back what it held or hand back leases.
+  const engine = deps.db.withPlansKept(ENGINE_CONNECTIONS);
   const worker = await startWorker({
     db: deps.db,
+    engine,
     logger: deps.logger,
     config: webhooks,
     secrets: deps.secrets,
@@ -144,6 +151,7 @@ export async function startDeliveryWorker(deps: Deps): Promise<Worker> {
     async stop(graceMs) {
       await worker.stop(graceMs);
       await sender.close();
+      await engine.close();
     },
   };
 }

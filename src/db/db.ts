@@ -22,6 +22,16 @@ export interface Db extends Queryable {
    * re-established in the background, so callers also poll. Resolves to a function that stops.
    */
   listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
+  /**
+   * A pool of `max` connections of its own on the same database, on which each statement keeps the
+   * plan it got at its first run on a connection (PostgreSQL's generic plan). PostgreSQL otherwise
+   * plans a prepared statement again at every run whenever its generic plan looks dearer than the
+   * plans made for the values given, which for a statement of many parts costs more than running
+   * it. For statements that run many times a second and are written so that one plan serves all
+   * their values (the delivery engine's: bench/claim-plan.ts shows both). The embedded database
+   * has one connection: it answers with itself, and closing the answer leaves it open.
+   */
+  withPlansKept(max: number): Db;
   close(): Promise<void>;
 }
 
@@ -41,6 +51,8 @@ export interface PostgresOptions {
   max?: number;
   /** Told when an idle connection breaks (the server restarted, a network cut). */
   onIdleError?: (error: Error) => void;
+  /** Every statement runs its generic plan (see Db.withPlansKept). */
+  plansKept?: boolean;
 }
 
 /** How long an idle connection of the pool stays open. */
@@ -61,6 +73,7 @@ export function createPostgresDb(options: PostgresOptions): Db {
       [
         options.schema ? `-c search_path=${options.schema}` : '',
         options.statementTimeoutMs ? `-c statement_timeout=${options.statementTimeoutMs}` : '',
+        options.plansKept ? '-c plan_cache_mode=force_generic_plan' : '',
       ]
         .filter(Boolean)
         .join(' ') || undefined,
@@ -130,6 +143,7 @@ export function createPostgresDb(options: PostgresOptions): Db {
       await pool.query(sql);
     },
     listen: (channel, onNotify) => listenOnServer(options.url, channel, onNotify, options.schema),
+    withPlansKept: (max) => createPostgresDb({ ...options, max, plansKept: true }),
     async close() {
       await pool.end();
     },
@@ -195,7 +209,7 @@ export async function createPgliteDb(dataDir: string | null, from?: Blob): Promi
     parsers: { [INT8]: toNumber, [NUMERIC]: toNumber, [TIMESTAMPTZ]: parseTimestamptz },
   });
   await lite.waitReady;
-  return {
+  const db: Db = {
     kind: 'pglite',
     async query<T>(sql: string, params?: readonly unknown[]) {
       return (await lite.query<T>(sql, params as unknown[])).rows;
@@ -221,10 +235,12 @@ export async function createPgliteDb(dataDir: string | null, from?: Blob): Promi
         await stop();
       };
     },
+    withPlansKept: () => ({ ...db, async close() {} }),
     async close() {
       await lite.close();
     },
   };
+  return db;
 }
 
 /** PostgreSQL error codes the application turns into client errors. */

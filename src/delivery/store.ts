@@ -93,10 +93,10 @@ const claimCtes = (p: (n: number) => string) => `
     UPDATE webhook_deliveries d
     SET status = 'delivering', attempt = d.attempt + 1, lease_token = ${p(3)}, lease_owner = ${p(6)},
         lease_until = now() + make_interval(secs => ${p(4)}::float8 / 1000)
-    FROM picked WHERE d.id = picked.id
-    RETURNING d.id, d.webhook_id, d.event_id, d.attempt, d.replayed_from, d.lease_token, picked.pos
+    WHERE d.id = ANY (ARRAY(SELECT id FROM picked))
+    RETURNING d.id, d.webhook_id, d.event_id, d.attempt, d.replayed_from, d.lease_token
   ), got AS (
-    SELECT c.pos, c.id, c.webhook_id, c.event_id, c.attempt, c.replayed_from, c.lease_token,
+    SELECT (SELECT pos FROM picked WHERE picked.id = c.id) AS pos, c.id, c.webhook_id, c.event_id, c.attempt, c.replayed_from, c.lease_token,
            w.active AS webhook_active, w.url, w.secret, w.previous_secret,
            coalesce(w.previous_secret_until > now(), false) AS previous_valid,
            i.status = 'active' AS integration_active, i.scopes,

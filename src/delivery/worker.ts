@@ -20,7 +20,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebhookConfig } from '../config.js';
-import type { Db } from '../db/db.js';
+import type { Db, Queryable } from '../db/db.js';
 import type { SecretBox } from '../security/secrets.js';
 import { attempter } from './attempt.js';
 import type { DeliveryMetrics } from './metrics.js';
@@ -64,7 +64,10 @@ const SKIPPED_RETRY_MS = 10;
 const HOLD = 2;
 
 export interface WorkerDeps {
+  /** Notifications and the publisher (shared with the writers of this process). */
   db: Db;
+  /** The engine's own statements: claims, outcomes, leases. */
+  engine: Queryable;
   logger: FastifyBaseLogger;
   config: WebhookConfig;
   secrets: SecretBox;
@@ -83,7 +86,7 @@ export interface Worker {
 }
 
 export async function startWorker(deps: WorkerDeps): Promise<Worker> {
-  const { db, config, logger, metrics } = deps;
+  const { db, engine, config, logger, metrics } = deps;
   /** Who this worker is, for the claim: the webhooks whose deliveries it holds stay its own. */
   const owner = randomUUID();
   /** Attempts under way. */
@@ -157,7 +160,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   const attempt = attempter({ ...deps, report });
   /** Gives back deliveries claimed ahead and never attempted; on failure their leases return them. */
   const giveBack = (claimed: Claimed[]) =>
-    returnUnsent(db, claimed).catch((error) =>
+    returnUnsent(engine, claimed).catch((error) =>
       report(error, 'deliveries claimed ahead not given back; their leases will return them'),
     );
 
@@ -240,7 +243,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
 
   async function write(batch: (Outcome & { leaseEndsAt: number })[]): Promise<void> {
     if (batch.length === 0) return;
-    await recordOutcomes(db, batch).then(
+    await recordOutcomes(engine, batch).then(
       (result) => afterWrite(batch, result),
       (error) => writeFailed(batch, error),
     );
@@ -259,10 +262,10 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       await write(batch);
       return null;
     }
-    if (batch.length === 0) return claimDeliveries(db, request);
+    if (batch.length === 0) return claimDeliveries(engine, request);
     let result: Awaited<ReturnType<typeof recordAndClaim>>;
     try {
-      result = await recordAndClaim(db, batch, request);
+      result = await recordAndClaim(engine, batch, request);
     } catch (error) {
       writeFailed(batch, error);
       return null;
@@ -297,8 +300,8 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     }
     if (Date.now() - lastHousekeeping >= housekeepingEveryMs) {
       lastHousekeeping = Date.now();
-      await releaseExpiredLeases(db);
-      await dropFinishedPayloads(db);
+      await releaseExpiredLeases(engine);
+      await dropFinishedPayloads(engine);
     }
     const writable = Date.now() >= writeRetryAt;
     const batch = writable ? ended.splice(0) : [];
@@ -375,7 +378,9 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
         .map((f) => f.claimed as Outcome['claimed'])
         .concat(ended.map((o) => o.claimed));
       if (left.length > 0) {
-        await releaseLeases(db, left).catch((error) => report(error, 'in-flight deliveries not released'));
+        await releaseLeases(engine, left).catch((error) =>
+          report(error, 'in-flight deliveries not released'),
+        );
         logger.warn({ deliveries: left.length }, 'in-flight deliveries handed back at shutdown');
       }
     },

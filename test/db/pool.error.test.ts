@@ -1,6 +1,7 @@
 // The PostgreSQL pool when a connection breaks: a connection whose ROLLBACK failed is destroyed,
 // not handed to the next request inside a broken transaction, and an idle connection that breaks
-// is logged. Server database only: the embedded one has no pool.
+// is logged; a pool of plans kept (the delivery engine's) plans each statement once. Server
+// database only: the embedded one has no pool.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
@@ -57,6 +58,33 @@ test('an idle connection that breaks is reported', { skip }, async () => {
     assert.deepEqual(await db.query('SELECT 1 AS one'), [{ one: 1 }], 'the pool opens a new connection');
   } finally {
     await db.close();
+    await admin.close();
+  }
+});
+
+test('a pool with plans kept plans each statement once per connection, in the same schema', {
+  skip,
+}, async () => {
+  const schema = `plans_${randomBytes(4).toString('hex')}`;
+  const admin = createPostgresDb({ url: url as string, max: 1 });
+  await admin.exec(`CREATE SCHEMA ${schema}`);
+  const db = createPostgresDb({ url: url as string, schema, max: 1 });
+  const kept = db.withPlansKept(1);
+  try {
+    const text = 'SELECT current_schema() AS schema, count(*)::int AS n FROM generate_series(1, $1::int)';
+    for (let n = 1; n <= 7; n++) assert.deepEqual(await kept.query(text, [n]), [{ schema, n }]);
+    await db.query(text, [1]);
+    const plans = 'SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1';
+    assert.deepEqual(await kept.query(plans, [text]), [{ generic_plans: 7, custom_plans: 0 }]);
+    assert.deepEqual(
+      await db.query(plans, [text]),
+      [{ generic_plans: 0, custom_plans: 1 }],
+      'the pool it came from plans as PostgreSQL chooses',
+    );
+  } finally {
+    await kept.close();
+    await db.close();
+    await admin.exec(`DROP SCHEMA ${schema} CASCADE`);
     await admin.close();
   }
 });

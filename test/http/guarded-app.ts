@@ -32,7 +32,16 @@ export async function closedDatabase(): Promise<Db> {
     return db;
   }
   const closed = () => Promise.reject(new Error('PGlite is closed'));
-  return { kind: 'pglite', query: closed, exec: closed, tx: closed, listen: closed, close: async () => {} };
+  const db: Db = {
+    kind: 'pglite',
+    query: closed,
+    exec: closed,
+    tx: closed,
+    listen: closed,
+    withPlansKept: () => db,
+    close: async () => {},
+  };
+  return db;
 }
 
 export async function buildGuardedApp(deps: Deps): Promise<App> {

@@ -59,6 +59,9 @@ function asDb(lite: PGlite): Db {
     ...on(lite),
     tx: (fn) => lite.transaction((t) => fn(on(t))),
     listen: () => Promise.reject(new Error('the template database takes no listeners')),
+    withPlansKept: () => {
+      throw new Error('the template database runs migrations only');
+    },
     close: () => lite.close(),
   };
 }
