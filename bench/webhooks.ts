@@ -1041,7 +1041,10 @@ function medianOf(values: unknown[]): unknown {
     const mid = Math.floor(sorted.length / 2);
     const m =
       sorted.length % 2 === 1 ? sorted[mid] : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-    return Number.isInteger(first) && sorted.every(Number.isInteger) ? Math.round(m as number) : m;
+    if (Number.isInteger(first) && sorted.every(Number.isInteger)) return Math.round(m as number);
+    // The mean of the middle two has at most one decimal more than they have (no 1.4049999...).
+    const decimals = Math.max(...sorted.map((x) => String(x).split('.')[1]?.length ?? 0));
+    return Number((m as number).toFixed(Math.min(decimals + 1, 12)));
   }
   if (typeof first === 'boolean') return present.every((v) => v === true);
   if (Array.isArray(first)) {

@@ -96,16 +96,20 @@ const claimCtes = (p: (n: number) => string) => `
     WHERE d.id = ANY (ARRAY(SELECT id FROM picked))
     RETURNING d.id, d.webhook_id, d.event_id, d.attempt, d.replayed_from, d.lease_token
   ), got AS (
-    SELECT (SELECT pos FROM picked WHERE picked.id = c.id) AS pos, c.id, c.webhook_id, c.event_id, c.attempt, c.replayed_from, c.lease_token,
+    SELECT k.pos, c.id, c.webhook_id, c.event_id, c.attempt, c.replayed_from, c.lease_token,
            w.active AS webhook_active, w.url, w.secret, w.previous_secret,
            coalesce(w.previous_secret_until > now(), false) AS previous_valid,
            i.status = 'active' AS integration_active, i.scopes,
            e.organization_id, o.webhooks_enabled AND o.api_enabled AS webhooks_enabled,
            e.type AS event_type, e.created_at AS event_created_at, e.resource_type, e.resource_id,
-           e.changes, e.previous_status, p.booking,
+           e.changes, e.previous_status,
+           -- An event's booking once per claim, on its first row: its other deliveries share it.
+           CASE WHEN row_number() OVER (PARTITION BY c.event_id ORDER BY k.pos) = 1 THEN p.booking END AS booking,
+           row_number() OVER (PARTITION BY c.event_id ORDER BY k.pos) > 1 AS booking_above,
            (SELECT x.external_id FROM booking_external_ids x
             WHERE x.integration_id = i.id AND x.booking_id = e.resource_id) AS link_external_id
     FROM claimed c
+    JOIN picked k ON k.id = c.id
     JOIN webhooks w ON w.id = c.webhook_id
     JOIN integrations i ON i.id = w.integration_id
     -- One key lookup per claimed row (LIMIT keeps the planner from hashing the whole events table).
@@ -163,12 +167,26 @@ export interface ClaimRequest {
   ending?: readonly string[];
 }
 
-type ClaimRow = Claimed & { next_due_ms: string | number | null; skipped: boolean; due_left: boolean };
+type ClaimRow = Claimed & {
+  next_due_ms: string | number | null;
+  skipped: boolean;
+  due_left: boolean;
+  /** The booking is the one of an earlier row of the same event. */
+  booking_above: boolean | null;
+};
 
 function claimResult(rows: ClaimRow[]): ClaimResult {
   const due = rows[0]?.next_due_ms;
+  const bookings = new Map<string, AttemptContext['booking']>();
+  const claimed: Claimed[] = [];
+  for (const row of rows) {
+    if (row.id === null) continue;
+    if (row.booking_above) row.booking = bookings.get(row.event_id) ?? null;
+    else bookings.set(row.event_id, row.booking);
+    claimed.push(row);
+  }
   return {
-    claimed: rows.filter((r) => r.id !== null),
+    claimed,
     nextDueMs: due === null || due === undefined ? null : Math.max(0, Number(due)),
     skipped: rows[0]?.skipped === true,
     dueLeft: rows[0]?.due_left === true,

@@ -209,3 +209,26 @@ test('a claim answers in the order of its attempts: each webhook oldest first, o
     [fromA[0], fromB[0], fromA[1], fromB[1], fromA[2], fromB[2]],
   );
 });
+
+test('deliveries of one event claimed together all carry its booking (sent once by the database)', async () => {
+  const { svc, receiver } = await webhookService();
+  const t = await webhookTenant(svc);
+  for (const path of ['/one', '/two', '/three'])
+    await createWebhook(svc, t, receiver.url(path), ['booking.created']);
+  const id = randomUUID();
+  await putBooking(svc, t.organization.id, {}, id);
+  const { claimed } = await claimDeliveries(svc.db, {
+    take: 10,
+    perWebhook: 4,
+    leaseToken: randomUUID(),
+    leaseMs: 30_000,
+    owner: randomUUID(),
+  });
+  assert.equal(claimed.length, 3);
+  const [kept] = await svc.db.query<{ booking: Record<string, unknown> }>(
+    'SELECT booking FROM event_payloads WHERE event_id = $1',
+    [claimed[0]?.event_id],
+  );
+  assert.equal(kept?.booking.id, id);
+  for (const c of claimed) assert.deepEqual(c.booking, kept?.booking);
+});
