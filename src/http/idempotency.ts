@@ -232,6 +232,11 @@ export async function completeWithin(
   owned.within = true;
 }
 
+/** Whether the request holds an Idempotency-Key claim that completeWithin would complete. */
+export function holdsClaim(request: FastifyRequest): boolean {
+  return claims.has(request);
+}
+
 /** Adds the Idempotency-Key hooks to every route registered afterwards that opts in. */
 export function installIdempotency(app: App, deps: IdempotencyDeps): void {
   const checkKey = async (request: FastifyRequest) => {

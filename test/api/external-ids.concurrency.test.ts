@@ -109,3 +109,29 @@ describe('two instances, one database', () => {
     assert.deepEqual(replay.body, fresh[0]!.body);
   });
 });
+
+test('an answer means a record to replay: a record that cannot be written takes the link back with it', async () => {
+  const { tenant, bookingId } = await bookedTenant(svc);
+  await svc.db.exec(`
+    CREATE FUNCTION refuse_completion() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'refused'; END $$;
+    CREATE TRIGGER refuse_completion BEFORE UPDATE ON idempotency_keys FOR EACH ROW
+      WHEN (NEW.completed_at IS NOT NULL) EXECUTE FUNCTION refuse_completion();`);
+  let failed: Response;
+  try {
+    failed = await put(svc.api, tenant.key, bookingId, 'KEPT', 'idem-record');
+  } finally {
+    await svc.db.exec(
+      'DROP TRIGGER refuse_completion ON idempotency_keys; DROP FUNCTION refuse_completion()',
+    );
+  }
+  assert.equal(failed.status, 500, failed.text);
+  const links = await svc.db.query('SELECT 1 FROM booking_external_ids WHERE booking_id = $1', [bookingId]);
+  assert.equal(links.length, 0, 'the link went with its record');
+  const retried = await put(svc.api, tenant.key, bookingId, 'KEPT', 'idem-record');
+  assert.equal(retried.status, 200, retried.text);
+  assert.equal(retried.headers['idempotent-replayed'], undefined, 'the retry ran: nothing had been kept');
+  const replay = await put(svc.api, tenant.key, bookingId, 'KEPT', 'idem-record');
+  assert.equal(replay.headers['idempotent-replayed'], 'true');
+  assert.deepEqual(replay.body, retried.body);
+});

@@ -1,8 +1,9 @@
 // GET, PUT and DELETE /bookings/{id}/external-id: one id per integration per booking.
-import type { Queryable } from '../../db/db.js';
+import type { Db, Queryable } from '../../db/db.js';
 import { isUuid } from '../../domain/ids.js';
 import { notFound } from '../../http/errors.js';
 import { identityOf } from '../../http/guard.js';
+import { completeWithin, holdsClaim } from '../../http/idempotency.js';
 import type { App } from '../../http/kit.js';
 import { type Caller, deleteLink, type LinkRow, readLink, writeLink } from './queries.js';
 import { BookingPath, Deleted, ExternalIdBody, ExternalIdLink } from './schemas.js';
@@ -26,7 +27,7 @@ const view = (row: LinkRow) => ({
   updated_at: row.updated_at,
 });
 
-export function externalIdRoutes(app: App, deps: { db: Queryable }): void {
+export function externalIdRoutes(app: App, deps: { db: Db }): void {
   const path = '/bookings/:id/external-id';
 
   app.get(
@@ -48,11 +49,18 @@ export function externalIdRoutes(app: App, deps: { db: Queryable }): void {
       schema: { params: BookingPath, body: ExternalIdBody, response: { 200: ExternalIdLink } },
       config: { scopes: ['bookings:read', 'links:write'], idempotency: {} },
     },
-    async (request) => {
+    async (request, reply) => {
       const id = bookingId(request.params.id);
-      const row = await writeLink(deps.db, callerOf(request), id, request.body.external_id);
-      if (!row) throw notFound();
-      return view(row);
+      const write = async (q: Queryable) => {
+        const row = await writeLink(q, callerOf(request), id, request.body.external_id);
+        if (!row) throw notFound();
+        const answer = view(row);
+        await completeWithin(q, request, reply, answer);
+        return answer;
+      };
+      // With an Idempotency-Key, the link and its record commit together: an answer sent means a
+      // record to replay. Without one, the single statement is its own transaction.
+      return holdsClaim(request) ? deps.db.tx(write) : write(deps.db);
     },
   );
 
