@@ -13,7 +13,8 @@ import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import type { Queryable } from '../src/db/db.js';
-import { type Claimed, claimDeliveries, recordAndClaim } from '../src/delivery/store.js';
+import { claimDeliveries, recordAndClaim } from '../src/delivery/store.js';
+import { succeededOutcome } from '../test/support/webhooks.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -50,19 +51,6 @@ const request = (take: number, owner: string) => ({
   owner,
 });
 
-const succeeded = (claimed: Claimed) => ({
-  claimed,
-  recorded: {
-    status: 'succeeded' as const,
-    maxAttempts: 8,
-    nextRetryInMs: null,
-    httpStatus: 200,
-    error: null,
-    durationMs: 3,
-    counts: true,
-  },
-});
-
 const client = new pg.Client({ connectionString: args['database-url'] });
 await client.connect();
 try {
@@ -91,7 +79,7 @@ try {
   if (ending.length < record) throw new Error(`only ${ending.length} deliveries to record`);
   const { sql, params } = await statementOf((q) =>
     record > 0
-      ? recordAndClaim(q, ending.map(succeeded), request(take, owner))
+      ? recordAndClaim(q, ending.map(succeededOutcome), request(take, owner))
       : claimDeliveries(q, request(take, owner)),
   );
   process.stdout.write(record > 0 ? `${record} outcomes written, ${take} claimed\n` : `${take} claimed\n`);

@@ -7,16 +7,27 @@ import { randomUUID } from 'node:crypto';
 import { after, test } from 'node:test';
 import { type Claimed, claimDeliveries, recordAndClaim } from '../../src/delivery/store.js';
 import { startDeliveryWorker } from '../../src/runtime.js';
-import { usingServer } from '../support/context.js';
+import { type TestService, usingServer } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
 import { until } from '../support/wait.js';
 import {
   arrivalsAt,
   createWebhook,
+  succeededOutcome,
   webhookHarness,
   webhookService,
   webhookTenant,
 } from '../support/webhooks.js';
+
+/** A claim of up to 10 deliveries by a worker of its own, as a new worker makes it. */
+const claimAnything = (svc: TestService) =>
+  claimDeliveries(svc.db, {
+    take: 10,
+    perWebhook: 4,
+    leaseToken: randomUUID(),
+    leaseMs: 30_000,
+    owner: randomUUID(),
+  });
 
 test('two workers on one database never exceed a webhook’s bound in flight', async () => {
   const { svc, receiver } = await webhookHarness({
@@ -99,14 +110,7 @@ test('a claim leaves a webhook another claim is taking for, takes the rest witho
   const busy = await createWebhook(svc, t, receiver.url('/busy'), ['booking.created']);
   const free = await createWebhook(svc, t, receiver.url('/free'), ['booking.created']);
   await putBooking(svc, t.organization.id);
-  const claim = () =>
-    claimDeliveries(svc.db, {
-      take: 10,
-      perWebhook: 4,
-      leaseToken: randomUUID(),
-      leaseMs: 30_000,
-      owner: randomUUID(),
-    });
+  const claim = () => claimAnything(svc);
   // Another claim holds the busy webhook's lock (claim_room's key) until its transaction ends.
   let release = () => {};
   const held = new Promise<void>((resolve) => (release = resolve));
@@ -152,19 +156,7 @@ test('outcomes written and the next deliveries claimed in one statement: both, o
     ).map((r) => r.status);
   const [first] = (await claimDeliveries(svc.db, request())).claimed;
   assert.ok(first);
-  const done = (c: Claimed) => ({
-    claimed: c,
-    recorded: {
-      status: 'succeeded' as const,
-      maxAttempts: 8,
-      nextRetryInMs: null,
-      httpStatus: 200,
-      error: null,
-      durationMs: 3,
-      counts: true,
-    },
-  });
-  const both = await recordAndClaim(svc.db, [done(first)], request());
+  const both = await recordAndClaim(svc.db, [succeededOutcome(first)], request());
   assert.deepEqual(both.written, [first.id]);
   assert.equal(both.claim.claimed.length, 1, 'the next one claimed by the same statement');
   assert.deepEqual(await states(), ['delivering', 'pending', 'succeeded']);
@@ -177,7 +169,7 @@ test('outcomes written and the next deliveries claimed in one statement: both, o
     CREATE TRIGGER refuse_together BEFORE UPDATE ON webhook_deliveries FOR EACH ROW
       WHEN (OLD.status = 'delivering') EXECUTE FUNCTION refuse_together();`);
   try {
-    await assert.rejects(recordAndClaim(svc.db, [done(second)], request()));
+    await assert.rejects(recordAndClaim(svc.db, [succeededOutcome(second)], request()));
   } finally {
     await svc.db.exec('DROP TRIGGER refuse_together ON webhook_deliveries; DROP FUNCTION refuse_together()');
   }
@@ -197,13 +189,7 @@ test('a claim answers in the order of its attempts: each webhook oldest first, o
   };
   const fromA = [await put(a), await put(a), await put(a)];
   const fromB = [await put(b), await put(b), await put(b)];
-  const { claimed } = await claimDeliveries(svc.db, {
-    take: 10,
-    perWebhook: 4,
-    leaseToken: randomUUID(),
-    leaseMs: 30_000,
-    owner: randomUUID(),
-  });
+  const { claimed } = await claimAnything(svc);
   assert.deepEqual(
     claimed.map((c) => c.resource_id),
     [fromA[0], fromB[0], fromA[1], fromB[1], fromA[2], fromB[2]],
@@ -217,13 +203,7 @@ test('deliveries of one event claimed together all carry its booking (sent once 
     await createWebhook(svc, t, receiver.url(path), ['booking.created']);
   const id = randomUUID();
   await putBooking(svc, t.organization.id, {}, id);
-  const { claimed } = await claimDeliveries(svc.db, {
-    take: 10,
-    perWebhook: 4,
-    leaseToken: randomUUID(),
-    leaseMs: 30_000,
-    owner: randomUUID(),
-  });
+  const { claimed } = await claimAnything(svc);
   assert.equal(claimed.length, 3);
   const [kept] = await svc.db.query<{ booking: Record<string, unknown> }>(
     'SELECT booking FROM event_payloads WHERE event_id = $1',
