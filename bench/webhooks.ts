@@ -542,6 +542,11 @@ interface Subject {
   /** Starts what the feed needs while nothing delivers; null: the feed needs no process. */
   startQueuing(): Promise<void>;
   stopQueuing(): Promise<void>;
+  /**
+   * The drain holds the queue until every process is ready (the engine on PostgreSQL, whose
+   * configurations start several processes); the reference starts one.
+   */
+  holdsQueue: boolean;
 }
 
 async function latencyPhase(
@@ -684,7 +689,7 @@ async function drainPhase(subject: Subject, receiver: BenchReceiver, count: numb
   const queueSeconds = (performance.now() - queueStart) / 1000;
   await subject.stopQueuing();
   await backendsGone(probe);
-  const held = probe.pgClient !== null;
+  const held = subject.holdsQueue && probe.pgClient !== null;
   if (held) {
     await probeQuery(
       probe,
@@ -925,6 +930,7 @@ async function measureReference(
     prefix: '/r/',
     probe,
     sizes: sz,
+    holdsQueue: false,
     start: startWorker,
     async stop() {
       for (const w of probe.workers) await stopTracked(w);
@@ -998,6 +1004,7 @@ async function measureEngine(
         prefix: '/h/',
         probe,
         sizes: sz,
+        holdsQueue: true,
         async start() {
           const [serve, ...workers] = await Promise.all([
             tracked(startServe(ROOT, s, profileDir)),
