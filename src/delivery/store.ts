@@ -54,8 +54,8 @@ export interface Claimed extends AttemptContext {
  * side); status and due time are checked again on the locked row, so a delivery another worker has
  * just claimed is never taken twice. Locking there, rather than joining the candidates back to the
  * queue, keeps a claim's cost to the rows it reads, however deep the backlog (bench/claim-plan.ts).
- * A candidate locked but not taken is free again when the claim commits. The rows come in the
- * order of their attempts. The attempt
+ * A candidate locked but not taken is free again when the claim commits (its webhook's lock keeps
+ * other claims away from it meanwhile). The rows come in the order of their attempts. The attempt
  * number is counted here: an attempt whose worker dies still counts.
  * `ending` names this worker's deliveries whose outcome is being written at the same moment: their
  * slots count as free.
