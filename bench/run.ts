@@ -20,7 +20,7 @@ import {
   removePgliteData,
 } from './generate.js';
 import { createKey, type Database, newSecrets, startApi } from './lib/api.js';
-import { type LoadOptions, type LoadResult, runLoad } from './lib/load.js';
+import { type LoadOptions, type LoadResult, median, runLoad } from './lib/load.js';
 import {
   type DatabaseKind,
   deepVsFirst,
@@ -138,12 +138,6 @@ interface Measured {
   startupRssMb: number | null;
   peakRssMb: number | null;
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-};
 
 /** The round whose rate is the median stands for the server; every round's rate is kept. */
 function summarize(rounds: (LoadResult & { cpuUs: number | null })[]): Summary {

@@ -19,6 +19,7 @@ import pg from 'pg';
 import { Pool } from 'undici';
 import { bookingBody } from '../test/support/feed.js';
 import type { Child } from './lib/child.js';
+import { median } from './lib/load.js';
 import { type Arrival, type BenchReceiver, startBenchReceiver } from './lib/receiver.js';
 import {
   REFERENCE_SCHEMA,
@@ -1070,14 +1071,12 @@ function medianOf(values: unknown[]): unknown {
   const first = present[0];
   if (first === undefined) return values[0];
   if (typeof first === 'number') {
-    const sorted = (present.filter((v) => typeof v === 'number') as number[]).sort((a, b) => a - b);
-    const mid = Math.floor(sorted.length / 2);
-    const m =
-      sorted.length % 2 === 1 ? sorted[mid] : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-    if (Number.isInteger(first) && sorted.every(Number.isInteger)) return Math.round(m as number);
+    const numbers = present.filter((v) => typeof v === 'number') as number[];
+    const m = median(numbers);
+    if (numbers.every(Number.isInteger)) return Math.round(m);
     // The mean of the middle two has at most one decimal more than they have (no 1.4049999...).
-    const decimals = Math.max(...sorted.map((x) => String(x).split('.')[1]?.length ?? 0));
-    return Number((m as number).toFixed(Math.min(decimals + 1, 12)));
+    const decimals = Math.max(...numbers.map((x) => String(x).split('.')[1]?.length ?? 0));
+    return Number(m.toFixed(Math.min(decimals + 1, 12)));
   }
   if (typeof first === 'boolean') return present.every((v) => v === true);
   if (Array.isArray(first)) {

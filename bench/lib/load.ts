@@ -60,6 +60,13 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
 
 const round2 = (ms: number) => Math.round(ms * 100) / 100;
 
+/** The middle value, or the mean of the middle two. */
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+}
+
 /** The value below which `share` of the sorted samples lie (nearest rank). */
 export function percentile(sorted: readonly number[], share: number): number {
   if (sorted.length === 0) return 0;

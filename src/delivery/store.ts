@@ -104,8 +104,8 @@ const claimCtes = (p: (n: number) => string) => `
            e.type AS event_type, e.created_at AS event_created_at, e.resource_type, e.resource_id,
            e.changes, e.previous_status,
            -- An event's booking once per claim, on its first row: its other deliveries share it.
-           CASE WHEN row_number() OVER (PARTITION BY c.event_id ORDER BY k.pos) = 1 THEN p.booking END AS booking,
-           row_number() OVER (PARTITION BY c.event_id ORDER BY k.pos) > 1 AS booking_above,
+           CASE WHEN row_number() OVER same_event = 1 THEN p.booking END AS booking,
+           row_number() OVER same_event > 1 AS booking_above,
            (SELECT x.external_id FROM booking_external_ids x
             WHERE x.integration_id = i.id AND x.booking_id = e.resource_id) AS link_external_id
     FROM claimed c
@@ -116,6 +116,7 @@ const claimCtes = (p: (n: number) => string) => `
     CROSS JOIN LATERAL (SELECT * FROM events e WHERE e.id = c.event_id LIMIT 1) e
     JOIN organizations o ON o.id = e.organization_id
     LEFT JOIN event_payloads p ON p.event_id = e.id
+    WINDOW same_event AS (PARTITION BY c.event_id ORDER BY k.pos)
   )`;
 
 /**

@@ -63,6 +63,9 @@ const SKIPPED_RETRY_MS = 10;
 /** A worker holds up to this many times what it may have in flight (per webhook and in all). */
 const HOLD = 2;
 
+/** An attempt that ended, its outcome not yet written; with when its lease ends, by our clock. */
+type Ended = Outcome & { leaseEndsAt: number };
+
 export interface WorkerDeps {
   /** Notifications and the publisher (shared with the writers of this process). */
   db: Db;
@@ -107,7 +110,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   /** Claimed ahead but not attempted in time: given back in the next round. */
   const unsent: Claimed[] = [];
   /** Attempts that ended, outcome not yet written; each with when its lease ends, by our clock. */
-  let ended: (Outcome & { leaseEndsAt: number })[] = [];
+  let ended: Ended[] = [];
   let stopping = false;
   let signal: (() => void) | null = null;
   let pending = false;
@@ -207,7 +210,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   let retryDueAt = Number.POSITIVE_INFINITY;
 
   /** A batch written: only written outcomes are counted; retries it set wake this worker. */
-  function afterWrite(batch: (Outcome & { leaseEndsAt: number })[], { written, disabled }: Written) {
+  function afterWrite(batch: Ended[], { written, disabled }: Written) {
     writeRetryMs = WRITE_RETRY_MS;
     const done = new Set(written);
     for (const o of batch) {
@@ -226,7 +229,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
    * A batch not written is tried again, with back-off, until shortly before the lease ends: once it
    * has ended the delivery may be claimed again, and the lease (not this worker) decides.
    */
-  function writeFailed(batch: (Outcome & { leaseEndsAt: number })[], error: unknown) {
+  function writeFailed(batch: Ended[], error: unknown) {
     report(error, 'webhook outcomes not written yet; trying again');
     const now = Date.now();
     const keep = batch.filter((o) => o.leaseEndsAt - LEASE_MARGIN_MS > now);
@@ -241,7 +244,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     writeRetryMs = Math.min(writeRetryMs * 2, WRITE_RETRY_MAX_MS);
   }
 
-  async function write(batch: (Outcome & { leaseEndsAt: number })[]): Promise<void> {
+  async function write(batch: Ended[]): Promise<void> {
     if (batch.length === 0) return;
     await recordOutcomes(engine, batch).then(
       (result) => afterWrite(batch, result),
@@ -255,7 +258,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
    * none was made.
    */
   async function exchange(
-    batch: (Outcome & { leaseEndsAt: number })[],
+    batch: Ended[],
     request: Omit<ClaimRequest, 'ending'>,
   ): Promise<ClaimResult | null> {
     if (request.take <= 0) {
