@@ -46,6 +46,9 @@ async function statementOf(send: (q: Queryable) => Promise<unknown>) {
 const request = (take: number, owner: string) => ({
   take,
   perWebhook: Number(args['per-webhook']),
+  // The worker holds twice its bound, and shares a webhook whose deliveries waited 500 ms.
+  inFlightPerWebhook: Number(args['per-webhook']) / 2,
+  shareAfterMs: 500,
   leaseToken: randomUUID(),
   leaseMs: 60_000,
   owner,

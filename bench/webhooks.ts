@@ -20,7 +20,7 @@ import { Pool } from 'undici';
 import { bookingBody } from '../test/support/feed.js';
 import type { Child } from './lib/child.js';
 import { median } from './lib/load.js';
-import { type Arrival, type BenchReceiver, startBenchReceiver } from './lib/receiver.js';
+import { type Arrival, type BenchReceiver, SLOW_PREFIX, startBenchReceiver } from './lib/receiver.js';
 import {
   REFERENCE_SCHEMA,
   referenceWebhooks,
@@ -42,6 +42,7 @@ import {
   percentiles,
   renderRun,
   renderSection,
+  type SlowDrainResult,
   saveWebhookResult,
   type WebhookRunResult,
   withSection,
@@ -78,6 +79,9 @@ const { values: args } = parseArgs({
     webhooks: { type: 'string', default: '4' },
     'feed-concurrency': { type: 'string', default: '16' },
     workers: { type: 'string', default: '0,1,2' },
+    'slow-webhooks': { type: 'string', default: '24' },
+    'slow-ms': { type: 'string', default: '100' },
+    'slow-events': { type: 'string' },
     concurrency: { type: 'string' },
     'per-webhook': { type: 'string' },
     'ref-local-queue': { type: 'string' },
@@ -112,6 +116,8 @@ interface Sizes {
   ceilingSeconds: number;
   /** Wait after a phase so that every backend has reported its transactions (see settle()). */
   settleSeconds: number;
+  /** Events of the slow drain (each to every slow webhook); 0: no slow drain. */
+  slowEvents: number;
 }
 
 /**
@@ -128,6 +134,7 @@ const DEFAULTS: Record<DbKind, Sizes> = {
     warmUp: 400,
     ceilingSeconds: 3,
     settleSeconds: 10.5,
+    slowEvents: 200,
   },
   pglite: {
     events: 60,
@@ -137,6 +144,7 @@ const DEFAULTS: Record<DbKind, Sizes> = {
     warmUp: 60,
     ceilingSeconds: 3,
     settleSeconds: 0,
+    slowEvents: 0,
   },
 };
 const QUICK: Sizes = {
@@ -147,6 +155,7 @@ const QUICK: Sizes = {
   warmUp: 10,
   ceilingSeconds: 2,
   settleSeconds: 1,
+  slowEvents: 10,
 };
 
 const settings = {
@@ -157,6 +166,8 @@ const settings = {
   concurrency: args.concurrency ? positive('concurrency', args.concurrency) : DEFAULT_CONCURRENCY,
   perWebhook: args['per-webhook'] ? positive('per-webhook', args['per-webhook']) : DEFAULT_PER_WEBHOOK,
   waitMs: positive('wait-seconds', args['wait-seconds']) * 1000,
+  slowWebhooks: positive('slow-webhooks', args['slow-webhooks']),
+  slowMs: positive('slow-ms', args['slow-ms']),
 };
 /** The reference holds as many attempts in flight as the engine's per-webhook bound allows in all. */
 const referenceConcurrency = settings.webhooks * settings.perWebhook;
@@ -183,6 +194,7 @@ function sizes(kind: DbKind): Sizes {
     ceilingSeconds: pick('ceiling-seconds', base.ceilingSeconds),
     settleSeconds:
       args['settle-seconds'] === undefined ? base.settleSeconds : Math.max(0, Number(args['settle-seconds'])),
+    slowEvents: args['slow-events'] === undefined ? base.slowEvents : Number(args['slow-events']) || 0,
   };
 }
 
@@ -192,8 +204,9 @@ function sizes(kind: DbKind): Sizes {
 interface Tenant {
   organizationId: string;
   code: string;
-  key: string;
 }
+
+const WEBHOOKS_PER_INTEGRATION = 10;
 
 async function call(url: string, method: string, token: string, body?: unknown): Promise<unknown> {
   const res = await fetch(url, {
@@ -206,7 +219,13 @@ async function call(url: string, method: string, token: string, body?: unknown):
   return JSON.parse(text);
 }
 
-async function createTenant(s: ServiceEnv, receiver: BenchReceiver): Promise<Tenant> {
+/** An organization whose `webhooks` webhooks (every event) reach the receiver under `prefix`. */
+async function createTenant(
+  s: ServiceEnv,
+  receiver: BenchReceiver,
+  webhooks: number,
+  prefix: string,
+): Promise<Tenant> {
   const op = (path: string, body: unknown) => call(`${s.operatorUrl}${path}`, 'POST', s.operatorToken, body);
   const code = String(10_000 + Math.floor(Math.random() * 89_999));
   const org = (await op('/organizations', {
@@ -215,20 +234,26 @@ async function createTenant(s: ServiceEnv, receiver: BenchReceiver): Promise<Ten
     webhooks_enabled: true,
     outbox_enabled: true,
   })) as { id: string };
-  const integration = (await op(`/organizations/${org.id}/integrations`, {
-    name: 'Webhook benchmark',
-    kind: 'erp',
-    scopes: SCOPES,
-  })) as { id: string };
-  const key = (await op(`/integrations/${integration.id}/keys`, {
-    name: 'benchmark',
-    scopes: SCOPES,
-    environment: 'live',
-  })) as { key: string };
-  for (let i = 0; i < settings.webhooks; i++) {
-    await call(`${s.baseUrl}/webhooks`, 'POST', key.key, { url: receiver.url(`/h/${i}`), events: ['*'] });
+  // The contract allows an integration WEBHOOKS_PER_INTEGRATION webhooks: more take more integrations.
+  for (let first = 0; first < webhooks; first += WEBHOOKS_PER_INTEGRATION) {
+    const integration = (await op(`/organizations/${org.id}/integrations`, {
+      name: `Webhook benchmark ${first / WEBHOOKS_PER_INTEGRATION + 1}`,
+      kind: 'erp',
+      scopes: SCOPES,
+    })) as { id: string };
+    const key = (await op(`/integrations/${integration.id}/keys`, {
+      name: 'benchmark',
+      scopes: SCOPES,
+      environment: 'live',
+    })) as { key: string };
+    for (let i = first; i < Math.min(webhooks, first + WEBHOOKS_PER_INTEGRATION); i++) {
+      await call(`${s.baseUrl}/webhooks`, 'POST', key.key, {
+        url: receiver.url(`${prefix}${i}`),
+        events: ['*'],
+      });
+    }
   }
-  return { organizationId: org.id, code, key: key.key };
+  return { organizationId: org.id, code };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -534,6 +559,12 @@ interface Subject {
   feed: Feed;
   /** Receiver path prefix of this subject's webhooks. */
   prefix: string;
+  /** Webhooks each event of the feed goes to. */
+  fanOut: number;
+  /** Processes that deliver once started. */
+  deliveringProcesses: number;
+  /** The feed of the slow drain's organization (the engine on PostgreSQL), or none. */
+  slowFeed?: Feed | null;
   probe: Probe;
   sizes: Sizes;
   /** Starts the delivering processes (and serve), for the drain. */
@@ -564,7 +595,7 @@ async function latencyPhase(
   const achieved = await feed.steady(phase, rate, seconds);
   const events = feed.events(phase);
   const ok = events.filter((e) => e.status === 201);
-  const expected = ok.length * settings.webhooks;
+  const expected = ok.length * subject.fanOut;
   const { delivered, complete } = await collect(receiver, feed, prefix, phase, from, expected);
   let xactsPerDelivery: number | null = null;
   if (before) {
@@ -620,7 +651,7 @@ async function burstPhase(
   const atFeedEnd = await snapshot(probe);
   const events = feed.events(phase);
   const ok = events.filter((e) => e.status === 201);
-  const expected = ok.length * settings.webhooks;
+  const expected = ok.length * subject.fanOut;
   const { delivered, duplicates, complete } = await collect(receiver, feed, prefix, phase, from, expected);
   const atLast = await snapshot(probe);
   // The ceiling runs while the backends report their transactions; it uses no database.
@@ -700,7 +731,7 @@ async function drainPhase(subject: Subject, receiver: BenchReceiver, count: numb
   }
   const events = feed.events(phase);
   const ok = events.filter((e) => e.status === 201);
-  const expected = ok.length * settings.webhooks;
+  const expected = ok.length * subject.fanOut;
   const from = receiver.arrivals.length;
   const before = await snapshot(probe);
   const startedAt = performance.now();
@@ -763,13 +794,47 @@ async function drainPhase(subject: Subject, receiver: BenchReceiver, count: numb
   };
 }
 
+/**
+ * The drain again, to receivers that answer only after --slow-ms, on --slow-webhooks webhooks of
+ * another organization: the attempts in flight set the pace there, not the cores, so each process
+ * that delivers brings its SVC_WEBHOOK_CONCURRENCY until the webhooks' own bounds are reached.
+ */
+async function slowDrainPhase(
+  subject: Subject,
+  feed: Feed,
+  receiver: BenchReceiver,
+): Promise<SlowDrainResult> {
+  const workers = subject.deliveringProcesses;
+  const inFlightLimit = Math.min(workers * settings.concurrency, settings.slowWebhooks * settings.perWebhook);
+  const slow: Subject = {
+    ...subject,
+    name: `${subject.name}/slow`,
+    feed,
+    prefix: SLOW_PREFIX,
+    fanOut: settings.slowWebhooks,
+  };
+  const drain = await drainPhase(slow, receiver, subject.sizes.slowEvents);
+  const boundPerSecond = round((inFlightLimit * 1000) / settings.slowMs);
+  log(
+    `${subject.label}: slow drain ${drain.delivered}/${drain.expected} deliveries, ` +
+      `${drain.deliveriesPerSecond}/s (the bound: ${inFlightLimit} in flight, ${boundPerSecond}/s)`,
+  );
+  return {
+    ...drain,
+    webhooks: settings.slowWebhooks,
+    answerMs: settings.slowMs,
+    inFlightLimit,
+    boundPerSecond,
+  };
+}
+
 async function warmUp(subject: Subject, receiver: BenchReceiver, events: number): Promise<void> {
   const { feed } = subject;
   const phase = `${subject.name}/warm-up`;
   const from = receiver.arrivals.length;
   await feed.burst(phase, events, Math.min(events, settings.feedConcurrency));
   const ok = feed.events(phase).filter((e) => e.status === 201).length;
-  await collect(receiver, feed, subject.prefix, phase, from, ok * settings.webhooks);
+  await collect(receiver, feed, subject.prefix, phase, from, ok * subject.fanOut);
 }
 
 /** Every phase of one configuration, its processes started afresh. */
@@ -780,6 +845,9 @@ async function measureSubject(
   inFlightLimit: number,
 ): Promise<Omit<ConfigurationResult, 'name' | 'label' | 'workerProcesses' | 'deliveryWorkers' | 'kind'>> {
   const sz = subject.sizes;
+  // First: the warm-up and the pause after it absorb what its thousands of rows leave the database
+  // to do (in the phases after it, it lengthened the next configuration's latencies).
+  const slowDrain = subject.slowFeed ? await slowDrainPhase(subject, subject.slowFeed, receiver) : null;
   await subject.start();
   try {
     await warmUp(subject, receiver, sz.warmUp);
@@ -822,6 +890,7 @@ async function measureSubject(
       lowRateLatency,
       burst,
       drain,
+      slowDrain,
       ceiling: c,
       ofCeiling: share(burst.deliveriesPerSecond),
       afterFeedOfCeiling: burst.afterFeed ? share(burst.afterFeed.deliveriesPerSecond) : null,
@@ -929,9 +998,11 @@ async function measureReference(
     label: 'graphile-worker + undici (reference)',
     feed,
     prefix: '/r/',
+    fanOut: settings.webhooks,
     probe,
     sizes: sz,
     holdsQueue: false,
+    deliveringProcesses: 1,
     start: startWorker,
     async stop() {
       for (const w of probe.workers) await stopTracked(w);
@@ -979,14 +1050,19 @@ async function measureEngine(
   const workerCounts = kind === 'postgres' ? args.workers.split(',').map((w) => Number(w)) : [0];
   // The tenant and its webhooks, through a serve that does not deliver.
   const setup = await tracked(startServe(ROOT, { ...s, env: { ...s.env, SVC_WEBHOOK_WORKER: 'off' } }));
+  // The slow drain's organization: its own webhooks, under the receiver's slow paths.
+  const slowDrain = kind === 'postgres' && sz.slowEvents > 0;
   let tenant: Tenant;
+  let slowTenant: Tenant | null = null;
   try {
-    tenant = await createTenant(s, receiver);
+    tenant = await createTenant(s, receiver, settings.webhooks, '/h/');
+    if (slowDrain) slowTenant = await createTenant(s, receiver, settings.slowWebhooks, SLOW_PREFIX);
   } finally {
     await stopTracked(setup);
   }
   const pool = new Pool(new URL(s.operatorUrl).origin, { connections: 64 });
   const feed = new Feed(tenant.code, engineWriter(s, tenant, pool));
+  const slowFeed = slowTenant && new Feed(slowTenant.code, engineWriter(s, slowTenant, pool));
   const configurations: ConfigurationResult[] = [];
   try {
     for (const count of workerCounts) {
@@ -1003,9 +1079,12 @@ async function measureEngine(
         label,
         feed,
         prefix: '/h/',
+        fanOut: settings.webhooks,
+        slowFeed,
         probe,
         sizes: sz,
         holdsQueue: true,
+        deliveringProcesses: deliveryWorkers,
         async start() {
           const [serve, ...workers] = await Promise.all([
             tracked(startServe(ROOT, s, profileDir)),
@@ -1211,7 +1290,7 @@ async function main(): Promise<void> {
     const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
     if (build.status !== 0) throw new Error('npm run build failed');
   }
-  const receiver = await startBenchReceiver(ROOT);
+  const receiver = await startBenchReceiver(ROOT, settings.slowMs);
   const results: WebhookRunResult[] = [];
   try {
     for (const kind of kinds) {

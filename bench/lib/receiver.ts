@@ -2,7 +2,8 @@
 // certificate (test/fixtures/tls), keep-alive, answering 200 as soon as a body has arrived. It
 // records the arrival time of every request (performance.now() of this process, the clock the feed
 // writes are timed with) and what identifies it; nothing is parsed on the way in, so it does the same
-// work for the delivery worker and for the ceiling client.
+// work for the delivery worker and for the ceiling client. Paths under SLOW_PREFIX stand for receivers
+// that take their time: they are answered `slowMs` after their body arrived.
 import { readFileSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { createServer, type Server } from 'node:https';
@@ -32,7 +33,10 @@ export interface BenchReceiver {
   close(): Promise<void>;
 }
 
-export async function startBenchReceiver(root: string): Promise<BenchReceiver> {
+/** Paths answered only after the receiver's `slowMs`. */
+export const SLOW_PREFIX = '/s/';
+
+export async function startBenchReceiver(root: string, slowMs = 0): Promise<BenchReceiver> {
   const tls = join(root, 'test', 'fixtures', 'tls');
   const arrivals: Arrival[] = [];
   const sockets = new Set<Socket>();
@@ -61,8 +65,12 @@ export async function startBenchReceiver(root: string): Promise<BenchReceiver> {
         headers: req.headers,
         body: Buffer.concat(chunks).toString('utf8'),
       });
-      res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'content-length': '2' });
-      res.end('ok');
+      const answer = () => {
+        res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'content-length': '2' });
+        res.end('ok');
+      };
+      if (slowMs > 0 && req.url?.startsWith(SLOW_PREFIX)) setTimeout(answer, slowMs);
+      else answer();
       for (const wake of waiters) wake();
     });
   });

@@ -91,6 +91,17 @@ export interface DrainResult {
   complete: boolean;
 }
 
+/** The drain to receivers that answer slowly: the attempts in flight set its pace. */
+export interface SlowDrainResult extends DrainResult {
+  webhooks: number;
+  /** How long the receiver took to answer each delivery. */
+  answerMs: number;
+  /** min(processes delivering x SVC_WEBHOOK_CONCURRENCY, webhooks x per-webhook bound). */
+  inFlightLimit: number;
+  /** What that bound allows: inFlightLimit deliveries every answerMs. */
+  boundPerSecond: number;
+}
+
 export interface ConfigurationResult {
   /** The graphile-worker + undici reference, or the engine (absent in runs before the reference). */
   kind?: 'reference' | 'engine';
@@ -107,6 +118,8 @@ export interface ConfigurationResult {
   lowRateLatency: LatencyResult | null;
   burst: BurstResult;
   drain?: DrainResult | null;
+  /** The engine on PostgreSQL (absent in runs before it). */
+  slowDrain?: SlowDrainResult | null;
   /** The ceiling measured right after this configuration's burst, at its in-flight limit. */
   ceiling: CeilingResult;
   /** Burst deliveries/s over the ceiling's requests/s. */
@@ -288,6 +301,15 @@ export function evaluateTargets(
           : ''),
       met: drainUp === null ? burstUp : burstUp && drainUp,
     });
+    if (one.slowDrain && two.slowDrain) {
+      const [a, b] = [one.slowDrain, two.slowDrain];
+      targets.push({
+        name: `A second svc worker adds throughput to slow receivers (${a.webhooks} webhooks answering in ${a.answerMs} ms)`,
+        goal: '2 workers > 1 worker',
+        value: `slow drain ${int(a.deliveriesPerSecond)} -> ${int(b.deliveriesPerSecond)}/s (bound ${int(a.boundPerSecond)} -> ${int(b.boundPerSecond)}/s)`,
+        met: a.complete && b.complete && b.deliveriesPerSecond > a.deliveriesPerSecond,
+      });
+    }
   }
   return targets;
 }
@@ -349,6 +371,16 @@ export function renderRun(
         `${cpu(d.cpuMsPerDelivery)} | ${xacts(d.xactsPerDelivery)} | ${d.duplicates} |`,
     ];
   });
+  const slowDrains = configs.flatMap((c) => {
+    const d = c.slowDrain;
+    if (!d) return [];
+    return [
+      `| ${c.label} | ${c.deliveryWorkers} | ${d.inFlightLimit} | ${int(d.delivered)}${d.complete ? '' : ` of ${int(d.expected)}`} | ` +
+        `${d.firstToLastSeconds} | **${int(d.deliveriesPerSecond)}** | ${int(d.boundPerSecond)} | ` +
+        `**${pct(d.deliveriesPerSecond / d.boundPerSecond)}** | ${cpu(d.cpuMsPerDelivery)} | ${xacts(d.xactsPerDelivery)} | ${d.duplicates} |`,
+    ];
+  });
+  const slow = configs.find((c) => c.slowDrain)?.slowDrain;
   const cost = configs.map((c) => {
     const b = c.burst;
     return (
@@ -413,6 +445,19 @@ export function renderRun(
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...drains,
     '',
+    ...(slow
+      ? [
+          `Slow drain (the same drain to ${slow.webhooks} webhooks of another organization whose receiver answers ` +
+            `${slow.answerMs} ms after each body arrived: the attempts in flight set the pace, not the cores; ` +
+            `"the bound" is what min(processes delivering x SVC_WEBHOOK_CONCURRENCY, webhooks x per-webhook bound) ` +
+            `attempts in flight allow, one every ${slow.answerMs} ms each):`,
+          '',
+          '| Configuration | processes delivering | in flight max | deliveries | first to last, s | deliveries/s | the bound, deliveries/s | of the bound | CPU ms | xacts per delivery | duplicates |',
+          '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+          ...slowDrains,
+          '',
+        ]
+      : []),
     'Throughput (burst; "of ceiling" against the ceiling at the same in-flight limit):',
     '',
     '| Configuration | in flight max | events | deliveries | feed events/s | deliveries/s, first to last arrival | of ceiling | after the feed ended: deliveries/s (n) | of ceiling | ceiling req/s | new TLS connections | duplicates |',

@@ -41,13 +41,16 @@ export interface Claimed extends AttemptContext {
  *   per webhook, however deep any backlog is) and takes from each only its oldest due rows, up to
  *   what `perWebhook` leaves free; so a webhook with thousands of due rows offers no more
  *   candidates than one with a single row;
- * - a webhook whose deliveries another worker holds is left to that worker until they are all
- *   ended or their leases expired: the worker that holds a webhook's deliveries is the one that
- *   bounds its attempts in flight, and it may hold more than it sends (its local queue). What a
- *   worker may take of a webhook is counted by claim_room (005_claims_side_by_side.sql), which tries
- *   the webhook's own lock (busy: another claim is taking for it right now, so this one leaves it)
- *   and counts with a snapshot of its own, so two workers never both find a webhook free, and
- *   claims of different webhooks never wait for each other;
+ * - a worker that alone holds a webhook's deliveries may hold up to `perWebhook` of them (its
+ *   attempts in flight and a local queue behind them); a webhook that other workers hold deliveries
+ *   of is shared once its holder is not keeping up (its oldest due delivery has waited
+ *   `shareAfterMs`): every worker together then holds at most `inFlightPerWebhook` of it, none
+ *   queued ahead, so its attempts in flight stay within the bound however many workers send to it,
+ *   and a second worker finds room beside a first that holds a few deliveries of every webhook. What a worker may
+ *   take of a webhook is counted by claim_room (007_shared_webhooks.sql), which tries the webhook's
+ *   own lock (busy: another claim is taking for it right now, so this one leaves it) and counts with
+ *   a snapshot of its own, so two claims never both count the same room, and claims of different
+ *   webhooks never wait for each other;
  * - the candidates are then taken in turns across organizations: every organization's first
  *   candidate before any organization's second.
  * Each webhook's candidates are locked as its index is read (SKIP LOCKED, so workers claim side by
@@ -80,7 +83,7 @@ const claimCtes = (p: (n: number) => string) => `
       FROM webhook_deliveries d
       WHERE d.webhook_id = h.webhook_id AND d.status IN ('pending', 'failed') AND d.next_retry_at <= now()
       ORDER BY d.next_retry_at, d.event_id
-      LIMIT claim_room(h.webhook_id, ${p(6)}::uuid, ${p(5)}::uuid[], ${p(2)}::int)
+      LIMIT claim_room(h.webhook_id, ${p(6)}::uuid, ${p(5)}::uuid[], ${p(2)}::int, ${p(7)}::int, ${p(8)}::int)
       FOR UPDATE OF d SKIP LOCKED
     ) x
   ), picked AS (
@@ -157,8 +160,18 @@ export interface ClaimResult {
 export interface ClaimRequest {
   /** Deliveries wanted at most. */
   take: number;
-  /** Deliveries of one webhook this worker may hold at once (in flight and queued behind them). */
+  /**
+   * Deliveries of one webhook this worker may hold at once (in flight and queued behind them) while
+   * no other worker holds any.
+   */
   perWebhook: number;
+  /**
+   * Attempts of one webhook in flight at once, across workers: a webhook that other workers hold
+   * deliveries of gives up to this many held in all, none queued ahead, once its oldest due delivery
+   * has waited `shareAfterMs` (its holder is not keeping up).
+   */
+  inFlightPerWebhook: number;
+  shareAfterMs: number;
   /** The lease of this claim: an outcome is written only with it. */
   leaseToken: string;
   leaseMs: number;
@@ -203,6 +216,8 @@ export async function claimDeliveries(q: Queryable, r: ClaimRequest): Promise<Cl
       r.leaseMs,
       r.ending ?? [],
       r.owner,
+      r.inFlightPerWebhook,
+      r.shareAfterMs,
     ]),
   );
 }
@@ -327,7 +342,7 @@ const RECORD_SQL = `WITH ${recordCtes((n) => `$${n}`)}
  * separate write.
  */
 const RECORD_AND_CLAIM_SQL = `WITH RECURSIVE ${recordCtes((n) => `$${n}`)},
-  ${claimCtes((n) => (n === 5 ? '$1' : n === 6 ? '$15' : `$${n + 10}`))}
+  ${claimCtes((n) => (n === 5 ? '$1' : n === 6 ? '$15' : n === 7 ? '$16' : n === 8 ? '$17' : `$${n + 10}`))}
   ${claimSelect(RECORD_COLUMNS)}`;
 
 /** The record's parameters, $1 to $10. */
@@ -369,6 +384,8 @@ export async function recordAndClaim(
     r.leaseToken,
     r.leaseMs,
     r.owner,
+    r.inFlightPerWebhook,
+    r.shareAfterMs,
   ]);
   const first = rows.find((row) => row.written !== null);
   return { written: first?.written ?? [], disabled: first?.disabled ?? [], claim: claimResult(rows) };

@@ -7,11 +7,12 @@
 // claim deliveries. So a busy worker spends two short statements on a whole batch of deliveries,
 // not two transactions on each.
 //
-// The worker claims ahead: for each webhook it holds up to twice its bound on attempts in flight,
-// the rest waiting in a local queue, so an attempt that ends is followed at once by the next one of
-// its webhook instead of after a round trip to the database. A webhook's deliveries are held by
-// one worker at a time (the claim leaves a webhook to the worker that holds some of its
-// deliveries), so the bound on its attempts in flight stays global.
+// The worker claims ahead: for each webhook it alone holds, it holds up to twice its bound on
+// attempts in flight, the rest waiting in a local queue, so an attempt that ends is followed at once
+// by the next one of its webhook instead of after a round trip to the database. A webhook another
+// worker holds is left to it while it keeps up; once its due deliveries wait (receivers slower than
+// its attempts in flight), it is shared within its bound, nothing held ahead. The claim counts both
+// cases, so the bound on a webhook's attempts in flight stays global.
 //
 // It wakes on NOTIFY (an event committed, a delivery queued, within milliseconds), when its
 // attempts end, when the earliest retry falls due, and at the latest every POLL_MS, so a lost
@@ -62,6 +63,12 @@ const LEASE_MARGIN_MS = 500;
 const SKIPPED_RETRY_MS = 10;
 /** A worker holds up to this many times what it may have in flight (per webhook and in all). */
 const HOLD = 2;
+/**
+ * A webhook another worker holds deliveries of is shared once its oldest due delivery has waited
+ * this long (its holder is not keeping up): receivers slower than one worker's attempts in flight
+ * then get every worker's.
+ */
+const SHARE_AFTER_MS = 500;
 
 /** An attempt that ended, its outcome not yet written; with when its lease ends, by our clock. */
 type Ended = Outcome & { leaseEndsAt: number };
@@ -107,6 +114,13 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     for (const queue of held.values()) n += queue.length;
     return n;
   };
+  /**
+   * Deliveries wait in the local queue for a slot of this worker, not of their webhook: its own
+   * bound is what limits it (receivers slower than its attempts in flight). It then claims only for
+   * the slots that free up, nothing ahead, so the webhooks it would hold without sending to them stay
+   * open to other workers; it claims ahead again once it has a slot with nothing to start.
+   */
+  let saturated = false;
   /** Claimed ahead but not attempted in time: given back in the next round. */
   const unsent: Claimed[] = [];
   /** Attempts that ended, outcome not yet written; each with when its lease ends, by our clock. */
@@ -200,6 +214,15 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       }
       if (queue.length === 0) held.delete(webhook);
       if (running.size >= config.concurrency) break;
+    }
+    if (running.size < config.concurrency) saturated = false;
+    else if (!saturated) {
+      for (const webhook of held.keys()) {
+        if (sendingTo(webhook) < config.concurrencyPerWebhook) {
+          saturated = true;
+          break;
+        }
+      }
     }
     if (unsent.length > 0) wake();
   }
@@ -317,12 +340,16 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     const claimIn = batch.length === 0 ? fruitlessClaimAt + FRUITLESS_GAP_MS - Date.now() : 0;
     if (claimIn > 0) waitMs = Math.min(waitMs, claimIn);
     const free =
-      stopping || claimIn > 0 ? 0 : HOLD * config.concurrency - running.size - heldCount() - ended.length;
+      stopping || claimIn > 0
+        ? 0
+        : (saturated ? 1 : HOLD) * config.concurrency - running.size - heldCount() - ended.length;
     const claimSentAt = Date.now();
     if (free > 0) metrics?.claims.inc();
     const request = {
       take: free,
       perWebhook: HOLD * config.concurrencyPerWebhook,
+      inFlightPerWebhook: config.concurrencyPerWebhook,
+      shareAfterMs: SHARE_AFTER_MS,
       leaseToken: randomUUID(),
       leaseMs: config.leaseMs,
       owner,

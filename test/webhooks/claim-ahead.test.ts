@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, test } from 'node:test';
-import { type Claimed, claimDeliveries, recordAndClaim } from '../../src/delivery/store.js';
+import { type Claimed, claimDeliveries, recordAndClaim, recordOutcomes } from '../../src/delivery/store.js';
 import { startDeliveryWorker } from '../../src/runtime.js';
 import { type TestService, usingServer } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
@@ -24,6 +24,8 @@ const claimAnything = (svc: TestService) =>
   claimDeliveries(svc.db, {
     take: 10,
     perWebhook: 4,
+    inFlightPerWebhook: 2,
+    shareAfterMs: 0,
     leaseToken: randomUUID(),
     leaseMs: 30_000,
     owner: randomUUID(),
@@ -62,6 +64,115 @@ test('two workers on one database never exceed a webhook’s bound in flight', a
     seen.filter((s) => !s.endsWith('#1')),
     [],
     'each delivered at its first attempt: no attempt counted that was not made',
+  );
+});
+
+test('a second worker shares webhooks whose holder does not keep up, within their bound', async () => {
+  const { svc, receiver } = await webhookService();
+  const t = await webhookTenant(svc);
+  const hooks: string[] = [];
+  for (const path of ['/a', '/b', '/c'])
+    hooks.push((await createWebhook(svc, t, receiver.url(path), ['booking.created'])).id);
+  for (let i = 0; i < 4; i++) await putBooking(svc, t.organization.id);
+  // Each worker may hold 4 of a webhook alone, and 2 in all (the bound) when it is shared.
+  const claim = (owner: string, take: number, shareAfterMs = 0) =>
+    claimDeliveries(svc.db, {
+      take,
+      perWebhook: 4,
+      inFlightPerWebhook: 2,
+      shareAfterMs,
+      leaseToken: randomUUID(),
+      leaseMs: 30_000,
+      owner,
+    });
+  const [first, second] = [randomUUID(), randomUUID()];
+  const a = await claim(first, 3);
+  assert.deepEqual(a.claimed.map((c) => c.webhook_id).sort(), [...hooks].sort(), 'one of each, in turns');
+  assert.equal(
+    (await claim(second, 10, 60_000)).claimed.length,
+    0,
+    'left to the first while its deliveries have not waited (it keeps up)',
+  );
+  const b = await claim(second, 10);
+  assert.deepEqual(
+    b.claimed.map((c) => c.webhook_id).sort(),
+    [...hooks].sort(),
+    'the second worker finds room in every webhook the first holds one delivery of',
+  );
+  assert.equal((await claim(second, 10)).claimed.length, 0, 'each shared webhook is at its bound');
+  assert.equal((await claim(first, 10)).claimed.length, 0, 'for the first worker as well');
+  const held = await svc.db.query<{ webhook_id: string; n: number }>(
+    `SELECT webhook_id, count(*)::int AS n FROM webhook_deliveries WHERE status = 'delivering'
+     GROUP BY webhook_id`,
+  );
+  assert.deepEqual(
+    held.map((h) => h.n),
+    [2, 2, 2],
+  );
+});
+
+test('a worker alone holds ahead; another finds no room until the holder is below the bound', async () => {
+  const { svc, receiver } = await webhookService();
+  const t = await webhookTenant(svc);
+  await createWebhook(svc, t, receiver.url('/alone'), ['booking.created']);
+  for (let i = 0; i < 6; i++) await putBooking(svc, t.organization.id);
+  const request = (owner: string) => ({
+    take: 10,
+    perWebhook: 4,
+    inFlightPerWebhook: 2,
+    shareAfterMs: 0,
+    leaseToken: randomUUID(),
+    leaseMs: 30_000,
+    owner,
+  });
+  const holder = randomUUID();
+  const held = await claimDeliveries(svc.db, request(holder));
+  assert.equal(held.claimed.length, 4, 'twice the bound, held alone');
+  assert.equal((await claimDeliveries(svc.db, request(randomUUID()))).claimed.length, 0);
+  // Three of its four ended: one left, below the bound of 2, so another worker may take one.
+  await recordOutcomes(svc.db, held.claimed.slice(0, 3).map(succeededOutcome));
+  const other = await claimDeliveries(svc.db, request(randomUUID()));
+  assert.equal(other.claimed.length, 1, 'shared now: 2 held in all');
+  assert.equal((await claimDeliveries(svc.db, request(holder))).claimed.length, 0, 'no queue ahead');
+});
+
+test('a second worker adds attempts in flight when the receivers, not the worker, set the pace', async () => {
+  const { svc, receiver } = await webhookService({
+    SVC_WEBHOOK_CONCURRENCY: '2',
+    SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK: '2',
+    SVC_WEBHOOK_TIMEOUT_MS: '30000',
+    SVC_WEBHOOK_LEASE_SECONDS: '60',
+  });
+  receiver.respond(() => ({ hang: true }));
+  const t = await webhookTenant(svc);
+  for (const path of ['/w1', '/w2', '/w3', '/w4'])
+    await createWebhook(svc, t, receiver.url(path), ['booking.created']);
+  for (let i = 0; i < 3; i++) await putBooking(svc, t.organization.id);
+  const delivering = async () =>
+    (
+      await svc.db.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'delivering'",
+      )
+    )[0]?.n;
+  const first = await startDeliveryWorker(svc.deps);
+  const second = await (async () => {
+    try {
+      // Its 2 attempts hang; it holds one delivery of each of the 4 webhooks (twice its concurrency).
+      await until('the first worker at its concurrency', async () => (await delivering()) === 4);
+      await until('its two attempts', () => receiver.requests.length === 2);
+      return await startDeliveryWorker(svc.deps);
+    } catch (error) {
+      await first.stop(100);
+      throw error;
+    }
+  })();
+  after(() => Promise.all([first.stop(100), second.stop(100)]));
+  await until('the second worker sends beside it', () => receiver.requests.length === 4, 10_000);
+  const perWebhook = new Map<string, number>();
+  for (const r of receiver.requests) perWebhook.set(r.path, (perWebhook.get(r.path) ?? 0) + 1);
+  assert.ok(
+    [...perWebhook.values()].every((n) => n <= 2),
+    `no webhook past its bound: ${JSON.stringify([...perWebhook])}`,
   );
 });
 
@@ -146,7 +257,15 @@ test('outcomes written and the next deliveries claimed in one statement: both, o
   const hook = await createWebhook(svc, t, receiver.url('/together'), ['booking.created']);
   for (let i = 0; i < 3; i++) await putBooking(svc, t.organization.id);
   const owner = randomUUID();
-  const request = () => ({ take: 1, perWebhook: 4, leaseToken: randomUUID(), leaseMs: 30_000, owner });
+  const request = () => ({
+    take: 1,
+    perWebhook: 4,
+    inFlightPerWebhook: 2,
+    shareAfterMs: 0,
+    leaseToken: randomUUID(),
+    leaseMs: 30_000,
+    owner,
+  });
   const states = async () =>
     (
       await svc.db.query<{ status: string }>(
