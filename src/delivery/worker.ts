@@ -115,12 +115,19 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     return n;
   };
   /**
-   * Deliveries wait in the local queue for a slot of this worker, not of their webhook: its own
+   * Deliveries waited in the local queue for a slot of this worker, not of their webhook: its own
    * bound is what limits it (receivers slower than its attempts in flight). It then claims only for
-   * the slots that free up, nothing ahead, so the webhooks it would hold without sending to them stay
-   * open to other workers; it claims ahead again once it has a slot with nothing to start.
+   * the slots that free up (deliveries held for a webhook at its bound do not take one), next to
+   * nothing ahead, so the webhooks it would hold without sending to them stay open to other workers; it
+   * claims ahead again once a claim found less than it asked for with a slot free.
    */
   let saturated = false;
+  /**
+   * What a saturated worker still holds ahead for its own slots: enough to start the next attempt
+   * while the claim that replaces it is on its way (without it, each slot stood idle for a round
+   * trip: 290 instead of 310 deliveries/s to receivers answering in 100 ms).
+   */
+  const spare = Math.ceil(config.concurrency / 16);
   /** Claimed ahead but not attempted in time: given back in the next round. */
   const unsent: Claimed[] = [];
   /** Attempts that ended, outcome not yet written; each with when its lease ends, by our clock. */
@@ -215,16 +222,16 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       if (queue.length === 0) held.delete(webhook);
       if (running.size >= config.concurrency) break;
     }
-    if (running.size < config.concurrency) saturated = false;
-    else if (!saturated) {
-      for (const webhook of held.keys()) {
-        if (sendingTo(webhook) < config.concurrencyPerWebhook) {
-          saturated = true;
-          break;
-        }
-      }
-    }
+    if (running.size >= config.concurrency && waitingForSlot() > 0) saturated = true;
     if (unsent.length > 0) wake();
+  }
+
+  /** Held deliveries that could start now but for this worker's own bound (their webhook has room). */
+  function waitingForSlot(): number {
+    let n = 0;
+    for (const [webhook, queue] of held)
+      n += Math.min(queue.length, Math.max(0, config.concurrencyPerWebhook - sendingTo(webhook)));
+    return n;
   }
 
   let writeRetryMs = WRITE_RETRY_MS;
@@ -339,10 +346,13 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     // notification waits out the gap after a claim that took nothing.
     const claimIn = batch.length === 0 ? fruitlessClaimAt + FRUITLESS_GAP_MS - Date.now() : 0;
     if (claimIn > 0) waitMs = Math.min(waitMs, claimIn);
+    const ahead = HOLD * config.concurrency - running.size - heldCount() - ended.length;
     const free =
       stopping || claimIn > 0
         ? 0
-        : (saturated ? 1 : HOLD) * config.concurrency - running.size - heldCount() - ended.length;
+        : saturated
+          ? Math.min(ahead, config.concurrency + spare - running.size - waitingForSlot() - ended.length)
+          : ahead;
     const claimSentAt = Date.now();
     if (free > 0) metrics?.claims.inc();
     const request = {
@@ -367,6 +377,8 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       else held.set(claimed.webhook_id, [{ claimed, leaseEndsAt }]);
     }
     pump();
+    // Less than asked for, and a slot still free: nothing waits for this worker's slots any more.
+    if (claim.claimed.length < free && running.size < config.concurrency) saturated = false;
     if (claim.claimed.length === free) return 0;
     const retryIn = retryDueAt - Date.now();
     retryDueAt = Number.POSITIVE_INFINITY;
