@@ -5,7 +5,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, test } from 'node:test';
-import { type Claimed, claimDeliveries, recordAndClaim, recordOutcomes } from '../../src/delivery/store.js';
+import {
+  type Claimed,
+  type ClaimRequest,
+  claimDeliveries,
+  recordAndClaim,
+  recordOutcomes,
+} from '../../src/delivery/store.js';
 import { startDeliveryWorker } from '../../src/runtime.js';
 import { type TestService, usingServer } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
@@ -19,17 +25,31 @@ import {
   webhookTenant,
 } from '../support/webhooks.js';
 
-/** A claim of up to 10 deliveries by a worker of its own, as a new worker makes it. */
-const claimAnything = (svc: TestService) =>
-  claimDeliveries(svc.db, {
-    take: 10,
-    perWebhook: 4,
-    inFlightPerWebhook: 2,
-    shareAfterMs: 0,
-    leaseToken: randomUUID(),
-    leaseMs: 30_000,
-    owner: randomUUID(),
-  });
+/**
+ * A claim of `owner` for up to 10 deliveries, with a bound of 2 per webhook: 4 held alone, 2 for
+ * all workers together once shared (at once unless `shareAfterMs` says otherwise).
+ */
+const claimRequest = (owner: string, options: Partial<ClaimRequest> = {}): ClaimRequest => ({
+  take: 10,
+  perWebhook: 4,
+  inFlightPerWebhook: 2,
+  shareAfterMs: 0,
+  leaseToken: randomUUID(),
+  leaseMs: 30_000,
+  owner,
+  ...options,
+});
+
+/** Deliveries held by workers (in flight or queued ahead), all webhooks together. */
+async function deliveringCount(svc: TestService): Promise<number> {
+  const [row] = await svc.db.query<{ n: number }>(
+    "SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'delivering'",
+  );
+  return row?.n ?? 0;
+}
+
+/** A claim by a worker of its own, as a new worker makes it. */
+const claimAnything = (svc: TestService) => claimDeliveries(svc.db, claimRequest(randomUUID()));
 
 test('two workers on one database never exceed a webhook’s bound in flight', async () => {
   const { svc, receiver } = await webhookHarness({
@@ -76,15 +96,7 @@ test('a second worker shares webhooks whose holder does not keep up, within thei
   for (let i = 0; i < 4; i++) await putBooking(svc, t.organization.id);
   // Each worker may hold 4 of a webhook alone, and 2 in all (the bound) when it is shared.
   const claim = (owner: string, take: number, shareAfterMs = 0) =>
-    claimDeliveries(svc.db, {
-      take,
-      perWebhook: 4,
-      inFlightPerWebhook: 2,
-      shareAfterMs,
-      leaseToken: randomUUID(),
-      leaseMs: 30_000,
-      owner,
-    });
+    claimDeliveries(svc.db, claimRequest(owner, { take, shareAfterMs }));
   const [first, second] = [randomUUID(), randomUUID()];
   const a = await claim(first, 3);
   assert.deepEqual(a.claimed.map((c) => c.webhook_id).sort(), [...hooks].sort(), 'one of each, in turns');
@@ -116,15 +128,7 @@ test('a worker alone holds ahead; another finds no room until the holder is belo
   const t = await webhookTenant(svc);
   await createWebhook(svc, t, receiver.url('/alone'), ['booking.created']);
   for (let i = 0; i < 6; i++) await putBooking(svc, t.organization.id);
-  const request = (owner: string) => ({
-    take: 10,
-    perWebhook: 4,
-    inFlightPerWebhook: 2,
-    shareAfterMs: 0,
-    leaseToken: randomUUID(),
-    leaseMs: 30_000,
-    owner,
-  });
+  const request = (owner: string) => claimRequest(owner);
   const holder = randomUUID();
   const held = await claimDeliveries(svc.db, request(holder));
   assert.equal(held.claimed.length, 4, 'twice the bound, held alone');
@@ -148,12 +152,7 @@ test('a second worker adds attempts in flight when the receivers, not the worker
   for (const path of ['/w1', '/w2', '/w3', '/w4'])
     await createWebhook(svc, t, receiver.url(path), ['booking.created']);
   for (let i = 0; i < 3; i++) await putBooking(svc, t.organization.id);
-  const delivering = async () =>
-    (
-      await svc.db.query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'delivering'",
-      )
-    )[0]?.n;
+  const delivering = () => deliveringCount(svc);
   const first = await startDeliveryWorker(svc.deps);
   const second = await (async () => {
     try {
@@ -195,12 +194,7 @@ test('a worker whose deliveries wait for its own slots holds no more than it sen
     for (const path of paths[i] ?? []) await createWebhook(svc, t, receiver.url(path), ['booking.created']);
   const EVENTS = 6;
   for (const t of tenants) for (let i = 0; i < EVENTS; i++) await putBooking(svc, t.organization.id);
-  const delivering = async () =>
-    (
-      await svc.db.query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'delivering'",
-      )
-    )[0]?.n ?? 0;
+  const delivering = () => deliveringCount(svc);
   const worker = await startDeliveryWorker(svc.deps);
   after(() => worker.stop(100));
   const answered = () => receiver.requests.filter((r) => r.path !== '/stuck').length;
@@ -297,15 +291,7 @@ test('outcomes written and the next deliveries claimed in one statement: both, o
   const hook = await createWebhook(svc, t, receiver.url('/together'), ['booking.created']);
   for (let i = 0; i < 3; i++) await putBooking(svc, t.organization.id);
   const owner = randomUUID();
-  const request = () => ({
-    take: 1,
-    perWebhook: 4,
-    inFlightPerWebhook: 2,
-    shareAfterMs: 0,
-    leaseToken: randomUUID(),
-    leaseMs: 30_000,
-    owner,
-  });
+  const request = () => claimRequest(owner, { take: 1 });
   const states = async () =>
     (
       await svc.db.query<{ status: string }>(
