@@ -41,9 +41,28 @@ export async function webhookHarness(
   resolve?: Resolver,
 ): Promise<WebhookHarness> {
   const { svc, receiver } = await webhookService(env, resolve);
+  return { svc, receiver, worker: await deliveryWorker(svc) };
+}
+
+/** The workers started on each service: stopped before its schema is dropped. */
+const workersOf = new WeakMap<TestService, Set<() => Promise<void>>>();
+
+/**
+ * A delivery worker on the service's dependencies. The service's close stops it first, whatever
+ * the order of a test's own hooks: a worker still claiming while the schema is dropped deadlocks
+ * with the drop, and its timers would keep the test process alive. Stopping it twice is a no-op.
+ */
+export async function deliveryWorker(svc: TestService): Promise<Worker> {
   const worker = await startDeliveryWorker(svc.deps);
-  after(() => worker.stop(100));
-  return { svc, receiver, worker };
+  let stopped: Promise<void> | null = null;
+  const stop = (graceMs = 100) => {
+    stopped ??= worker.stop(graceMs);
+    return stopped;
+  };
+  const set = workersOf.get(svc) ?? new Set();
+  workersOf.set(svc, set);
+  set.add(() => stop());
+  return { wake: worker.wake, stop };
 }
 
 /**
@@ -67,6 +86,7 @@ export async function webhookService(
     resolve,
   );
   after(async () => {
+    await Promise.all([...(workersOf.get(svc) ?? [])].map((stop) => stop()));
     await receiver.close();
     await svc.close();
   });

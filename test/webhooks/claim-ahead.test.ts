@@ -12,13 +12,13 @@ import {
   recordAndClaim,
   recordOutcomes,
 } from '../../src/delivery/store.js';
-import { startDeliveryWorker } from '../../src/runtime.js';
 import { type TestService, usingServer } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
 import { until } from '../support/wait.js';
 import {
   arrivalsAt,
   createWebhook,
+  deliveryWorker,
   succeededOutcome,
   webhookHarness,
   webhookService,
@@ -57,7 +57,7 @@ test('two workers on one database never exceed a webhook’s bound in flight', a
     SVC_WEBHOOK_TIMEOUT_MS: '5000',
     SVC_WEBHOOK_LEASE_SECONDS: '30',
   });
-  const second = await startDeliveryWorker(svc.deps);
+  const second = await deliveryWorker(svc);
   after(() => second.stop(100));
   // Each answer takes a while, so a worker that broke the bound would have the chance.
   const COUNT = 24;
@@ -153,13 +153,13 @@ test('a second worker adds attempts in flight when the receivers, not the worker
     await createWebhook(svc, t, receiver.url(path), ['booking.created']);
   for (let i = 0; i < 3; i++) await putBooking(svc, t.organization.id);
   const delivering = () => deliveringCount(svc);
-  const first = await startDeliveryWorker(svc.deps);
+  const first = await deliveryWorker(svc);
   const second = await (async () => {
     try {
       // Its 2 attempts hang; it holds one delivery of each of the 4 webhooks (twice its concurrency).
       await until('the first worker at its concurrency', async () => (await delivering()) === 4);
       await until('its two attempts', () => receiver.requests.length === 2);
-      return await startDeliveryWorker(svc.deps);
+      return await deliveryWorker(svc);
     } catch (error) {
       await first.stop(100);
       throw error;
@@ -195,7 +195,7 @@ test('a worker whose deliveries wait for its own slots holds no more than it sen
   const EVENTS = 6;
   for (const t of tenants) for (let i = 0; i < EVENTS; i++) await putBooking(svc, t.organization.id);
   const delivering = () => deliveringCount(svc);
-  const worker = await startDeliveryWorker(svc.deps);
+  const worker = await deliveryWorker(svc);
   after(() => worker.stop(100));
   const answered = () => receiver.requests.filter((r) => r.path !== '/stuck').length;
   // The first claim holds twice its 8 slots. Once its deliveries wait for its slots, it holds what
@@ -217,7 +217,7 @@ test('a stopping worker gives back what it held ahead, the attempt not counted',
     SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK: '1',
   });
   receiver.respond(() => ({ hang: true }));
-  const worker = await startDeliveryWorker(svc.deps);
+  const worker = await deliveryWorker(svc);
   const t = await webhookTenant(svc);
   const hook = await createWebhook(svc, t, receiver.url('/held'), ['booking.created']);
   for (let i = 0; i < 3; i++) await putBooking(svc, t.organization.id);

@@ -5,10 +5,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, test } from 'node:test';
 import { publishEvents } from '../../src/delivery/publish.js';
-import { startDeliveryWorker } from '../../src/runtime.js';
 import { putBooking } from '../support/feed.js';
 import { until } from '../support/wait.js';
-import { createWebhook, webhookHarness, webhookTenant } from '../support/webhooks.js';
+import { createWebhook, deliveryWorker, webhookHarness, webhookTenant } from '../support/webhooks.js';
 
 const { svc, receiver } = await webhookHarness({
   SVC_WEBHOOK_CONCURRENCY: '8',
@@ -67,7 +66,7 @@ test('2,000 due deliveries on a hanging receiver: another organization is served
 });
 
 test('events streaming in for a webhook held at its bound: two workers claim a few times, not at each event', async () => {
-  const second = await startDeliveryWorker(svc.deps);
+  const second = await deliveryWorker(svc);
   after(() => second.stop(100));
   const held = `/held/${randomUUID()}`;
   receiver.respond((req) => (req.path === held ? { hang: true } : { status: 200 }));

@@ -9,7 +9,6 @@ import { performance } from 'node:perf_hooks';
 import { after, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { loadConfig } from '../../src/config.js';
-import { startDeliveryWorker } from '../../src/runtime.js';
 import { createTargetResolver } from '../../src/security/resolver.js';
 import type { TargetRefusal } from '../../src/security/url-guard.js';
 import { assertError } from '../api/read-support.js';
@@ -17,7 +16,13 @@ import { serviceForFile } from '../support/context.js';
 import { startDnsServer } from '../support/dns-server.js';
 import { putBooking } from '../support/feed.js';
 import { expectOk } from '../support/tenants.js';
-import { type DeliveryView, deliveriesUntil, FAST_SCHEDULE, webhookTenant } from '../support/webhooks.js';
+import {
+  type DeliveryView,
+  deliveriesUntil,
+  deliveryWorker,
+  FAST_SCHEDULE,
+  webhookTenant,
+} from '../support/webhooks.js';
 
 const DNS_TIMEOUT_MS = 800;
 const ENV = {
@@ -215,7 +220,7 @@ describe('a DNS that never answers', () => {
 
 describe('stored hostile destinations are refused again at every attempt', () => {
   test('each attempt fails as a refused destination, never reaching the network', async () => {
-    const worker = await startDeliveryWorker(svc.deps);
+    const worker = await deliveryWorker(svc);
     try {
       const t = await webhookTenant(svc);
       // Rows as a webhook saved before its address changed (the API refuses them today).

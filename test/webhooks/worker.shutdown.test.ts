@@ -2,9 +2,8 @@
 // the unfinished ones back at once instead of leaving them to a lease that ends a minute later.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { startDeliveryWorker } from '../../src/runtime.js';
 import { putBooking } from '../support/feed.js';
-import { createWebhook, webhookService, webhookTenant } from '../support/webhooks.js';
+import { createWebhook, deliveryWorker, webhookService, webhookTenant } from '../support/webhooks.js';
 
 const { svc, receiver } = await webhookService({
   SVC_WEBHOOK_TIMEOUT_MS: '30000',
@@ -13,7 +12,7 @@ const { svc, receiver } = await webhookService({
 
 test('attempts still in flight after the grace period are handed back, and the next worker sends them', async () => {
   receiver.respond((_req, n) => (n === 1 ? { hang: true } : { status: 200 }));
-  const first = await startDeliveryWorker(svc.deps);
+  const first = await deliveryWorker(svc);
   const t = await webhookTenant(svc);
   const hook = await createWebhook(svc, t, receiver.url('/shutdown'), ['booking.created']);
   await putBooking(svc, t.organization.id);
@@ -34,7 +33,7 @@ test('attempts still in flight after the grace period are handed back, and the n
   assert.equal(row?.due, true, 'due at once, not after the 60 s lease');
   assert.match(String(row?.last_error), /interrumpido/);
 
-  const second = await startDeliveryWorker(svc.deps);
+  const second = await deliveryWorker(svc);
   try {
     const [, again] = await receiver.waitFor(2, 10_000);
     assert.equal(again?.headers['x-svc-delivery'], hung?.headers['x-svc-delivery']);
@@ -45,7 +44,7 @@ test('attempts still in flight after the grace period are handed back, and the n
 });
 
 test('an idle worker stops at once', async () => {
-  const worker = await startDeliveryWorker(svc.deps);
+  const worker = await deliveryWorker(svc);
   const started = Date.now();
   await worker.stop(10_000);
   assert.ok(Date.now() - started < 1000);
