@@ -169,6 +169,9 @@ const settings = {
   slowWebhooks: positive('slow-webhooks', args['slow-webhooks']),
   slowMs: positive('slow-ms', args['slow-ms']),
 };
+/** Most attempts in flight of `processes` delivering processes to `webhooks` webhooks. */
+const inFlightBound = (processes: number, webhooks: number) =>
+  Math.min(processes * settings.concurrency, webhooks * settings.perWebhook);
 /** The reference holds as many attempts in flight as the engine's per-webhook bound allows in all. */
 const referenceConcurrency = settings.webhooks * settings.perWebhook;
 const referenceLocalQueue = args['ref-local-queue']
@@ -805,7 +808,7 @@ async function slowDrainPhase(
   receiver: BenchReceiver,
 ): Promise<SlowDrainResult> {
   const workers = subject.deliveringProcesses;
-  const inFlightLimit = Math.min(workers * settings.concurrency, settings.slowWebhooks * settings.perWebhook);
+  const inFlightLimit = inFlightBound(workers, settings.slowWebhooks);
   const slow: Subject = {
     ...subject,
     name: `${subject.name}/slow`,
@@ -1051,12 +1054,12 @@ async function measureEngine(
   // The tenant and its webhooks, through a serve that does not deliver.
   const setup = await tracked(startServe(ROOT, { ...s, env: { ...s.env, SVC_WEBHOOK_WORKER: 'off' } }));
   // The slow drain's organization: its own webhooks, under the receiver's slow paths.
-  const slowDrain = kind === 'postgres' && sz.slowEvents > 0;
+  const withSlowDrain = kind === 'postgres' && sz.slowEvents > 0;
   let tenant: Tenant;
   let slowTenant: Tenant | null = null;
   try {
     tenant = await createTenant(s, receiver, settings.webhooks, '/h/');
-    if (slowDrain) slowTenant = await createTenant(s, receiver, settings.slowWebhooks, SLOW_PREFIX);
+    if (withSlowDrain) slowTenant = await createTenant(s, receiver, settings.slowWebhooks, SLOW_PREFIX);
   } finally {
     await stopTracked(setup);
   }
@@ -1070,10 +1073,7 @@ async function measureEngine(
       const label =
         count === 0 ? 'serve (embedded worker)' : `serve + ${count} svc worker${count > 1 ? 's' : ''}`;
       const deliveryWorkers = count + 1;
-      const inFlightLimit = Math.min(
-        deliveryWorkers * settings.concurrency,
-        settings.webhooks * settings.perWebhook,
-      );
+      const inFlightLimit = inFlightBound(deliveryWorkers, settings.webhooks);
       const subject: Subject = {
         name,
         label,

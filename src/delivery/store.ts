@@ -63,7 +63,10 @@ export interface Claimed extends AttemptContext {
  * `ending` names this worker's deliveries whose outcome is being written at the same moment: their
  * slots count as free.
  */
-/** The claim's common table expressions; `p(n)` names its n-th parameter in the statement. */
+/**
+ * The claim's common table expressions; `p(n)` names its n-th parameter (claimParams, then
+ * `ending` as the 8th) in the statement.
+ */
 const claimCtes = (p: (n: number) => string) => `
   hooks AS (
     (SELECT webhook_id FROM webhook_deliveries
@@ -83,7 +86,7 @@ const claimCtes = (p: (n: number) => string) => `
       FROM webhook_deliveries d
       WHERE d.webhook_id = h.webhook_id AND d.status IN ('pending', 'failed') AND d.next_retry_at <= now()
       ORDER BY d.next_retry_at, d.event_id
-      LIMIT claim_room(h.webhook_id, ${p(6)}::uuid, ${p(5)}::uuid[], ${p(2)}::int, ${p(7)}::int, ${p(8)}::int)
+      LIMIT claim_room(h.webhook_id, ${p(5)}::uuid, ${p(8)}::uuid[], ${p(2)}::int, ${p(6)}::int, ${p(7)}::int)
       FOR UPDATE OF d SKIP LOCKED
     ) x
   ), picked AS (
@@ -94,7 +97,7 @@ const claimCtes = (p: (n: number) => string) => `
     ORDER BY pos LIMIT ${p(1)}
   ), claimed AS (
     UPDATE webhook_deliveries d
-    SET status = 'delivering', attempt = d.attempt + 1, lease_token = ${p(3)}, lease_owner = ${p(6)},
+    SET status = 'delivering', attempt = d.attempt + 1, lease_token = ${p(3)}, lease_owner = ${p(5)},
         lease_until = now() + make_interval(secs => ${p(4)}::float8 / 1000)
     WHERE d.id = ANY (ARRAY(SELECT id FROM picked))
     RETURNING d.id, d.webhook_id, d.event_id, d.attempt, d.replayed_from, d.lease_token
@@ -207,19 +210,19 @@ function claimResult(rows: ClaimRow[]): ClaimResult {
   };
 }
 
+/** The claim's parameters 1 to 7, in the order of claimCtes; `ending` is the 8th. */
+const claimParams = (r: Omit<ClaimRequest, 'ending'>): unknown[] => [
+  r.take,
+  r.perWebhook,
+  r.leaseToken,
+  r.leaseMs,
+  r.owner,
+  r.inFlightPerWebhook,
+  r.shareAfterMs,
+];
+
 export async function claimDeliveries(q: Queryable, r: ClaimRequest): Promise<ClaimResult> {
-  return claimResult(
-    await q.query<ClaimRow>(CLAIM_SQL, [
-      r.take,
-      r.perWebhook,
-      r.leaseToken,
-      r.leaseMs,
-      r.ending ?? [],
-      r.owner,
-      r.inFlightPerWebhook,
-      r.shareAfterMs,
-    ]),
-  );
+  return claimResult(await q.query<ClaimRow>(CLAIM_SQL, [...claimParams(r), r.ending ?? []]));
 }
 
 /**
@@ -342,7 +345,7 @@ const RECORD_SQL = `WITH ${recordCtes((n) => `$${n}`)}
  * separate write.
  */
 const RECORD_AND_CLAIM_SQL = `WITH RECURSIVE ${recordCtes((n) => `$${n}`)},
-  ${claimCtes((n) => (n === 5 ? '$1' : n === 6 ? '$15' : n === 7 ? '$16' : n === 8 ? '$17' : `$${n + 10}`))}
+  ${claimCtes((n) => (n === 8 ? '$1' : `$${n + 10}`))}
   ${claimSelect(RECORD_COLUMNS)}`;
 
 /** The record's parameters, $1 to $10. */
@@ -379,13 +382,7 @@ export async function recordAndClaim(
 ): Promise<Written & { claim: ClaimResult }> {
   const rows = await q.query<ClaimRow & Written>(RECORD_AND_CLAIM_SQL, [
     ...recordParams(batch),
-    r.take,
-    r.perWebhook,
-    r.leaseToken,
-    r.leaseMs,
-    r.owner,
-    r.inFlightPerWebhook,
-    r.shareAfterMs,
+    ...claimParams(r),
   ]);
   const first = rows.find((row) => row.written !== null);
   return { written: first?.written ?? [], disabled: first?.disabled ?? [], claim: claimResult(rows) };
