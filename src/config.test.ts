@@ -96,6 +96,7 @@ describe('configuration', () => {
       SVC_WEBHOOK_LEASE_SECONDS: '5',
       SVC_WEBHOOK_CONCURRENCY: '10',
       SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK: '3',
+      SVC_WEBHOOK_IDLE_GAP_MS: '20',
       SVC_WEBHOOK_WORKER: 'off',
       SVC_DB_POOL_SIZE: '7',
     });
@@ -138,6 +139,7 @@ describe('configuration', () => {
           concurrency: 10,
           concurrencyPerWebhook: 3,
           batchMs: 2,
+          idleGapMs: 20,
           embeddedWorker: false,
         },
       },
@@ -155,6 +157,7 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ SVC_WEBHOOK_WORKER: 'no' }), /SVC_WEBHOOK_WORKER/);
     assert.deepEqual(webhooks.allowedPrivateRanges, []);
     assert.equal(webhooks.dnsTimeoutMs, 3000);
+    assert.equal(webhooks.idleGapMs, 50);
   });
 
   test('SVC_TRUST_PROXY: false, true, a hop count or a list of addresses and CIDR ranges', () => {

@@ -31,6 +31,11 @@ export interface WebhookConfig {
   concurrencyPerWebhook: number;
   /** How long finished attempts are gathered before their outcomes are written together, in ms. */
   batchMs: number;
+  /**
+   * After a claim that took nothing while deliveries were due (they wait for other workers' slots),
+   * or a publish that found nothing, an event committed does not start another one before this, in ms.
+   */
+  idleGapMs: number;
   /** Whether `svc serve` runs its embedded delivery worker (off: `svc worker` processes deliver, or nothing does). */
   embeddedWorker: boolean;
 }
@@ -177,6 +182,7 @@ function webhookConfig(env: Env): WebhookConfig {
     concurrency,
     concurrencyPerWebhook: int(env, 'SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK', 4, 1, concurrency),
     batchMs: int(env, 'SVC_WEBHOOK_BATCH_MS', 2, 0, 1000),
+    idleGapMs: int(env, 'SVC_WEBHOOK_IDLE_GAP_MS', 50, 0, 60_000),
     embeddedWorker: oneOf(env, 'SVC_WEBHOOK_WORKER', ['on', 'off'], 'on') === 'on',
   };
 }

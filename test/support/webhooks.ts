@@ -47,6 +47,12 @@ export async function webhookHarness(
 /** The workers started on each service: stopped before its schema is dropped. */
 const workersOf = new WeakMap<TestService, Set<() => Promise<void>>>();
 
+/** Claim statements run by the delivery workers of the service's process (svc_webhook_claims_total). */
+export async function claimsMade(svc: TestService): Promise<number> {
+  const metric = await svc.deps.metrics.registry.getSingleMetric('svc_webhook_claims_total')?.get();
+  return metric?.values[0]?.value ?? 0;
+}
+
 /**
  * A delivery worker on the service's dependencies. The service's close stops it first, whatever
  * the order of a test's own hooks: a worker still claiming while the schema is dropped deadlocks

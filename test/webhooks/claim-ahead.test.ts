@@ -17,8 +17,10 @@ import { putBooking } from '../support/feed.js';
 import { until } from '../support/wait.js';
 import {
   arrivalsAt,
+  claimsMade,
   createWebhook,
   deliveryWorker,
+  requestsTo,
   succeededOutcome,
   webhookHarness,
   webhookService,
@@ -283,6 +285,51 @@ test('a claim leaves a webhook another claim is taking for, takes the rest witho
     'once that claim has ended, the webhook it held is claimed',
   );
   assert.equal(second.skipped, false);
+});
+
+test('a worker whose claim left a webhook to a claim beside it asks again at its next wake', {
+  skip: usingServer ? false : 'needs PostgreSQL: the embedded database runs one transaction at a time',
+}, async () => {
+  // A claim that takes nothing while deliveries are due keeps a worker from asking again for the
+  // idle gap (long here, so a worker that kept it would miss the arrival below by far). Not when a
+  // webhook was left to another claim: that claim may have left it too.
+  const { svc, receiver } = await webhookService({ SVC_WEBHOOK_IDLE_GAP_MS: '30000' });
+  const t = await webhookTenant(svc);
+  const hook = await createWebhook(svc, t, receiver.url('/beside'), ['booking.created']);
+  let release = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let locked = () => {};
+  const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+  const other = svc.db.tx(async (q) => {
+    await q.query('SELECT pg_advisory_xact_lock(734110903, hashtext($1))', [hook.id]);
+    locked();
+    await held;
+  });
+  await lockTaken;
+  await putBooking(svc, t.organization.id);
+  const before = await claimsMade(svc);
+  const worker = await deliveryWorker(svc);
+  try {
+    // Its first round claims and finds the webhook's lock taken: nothing claimed, the delivery
+    // due. Woken during that round or after it, it claims again (a worker that kept the gap would not).
+    await until('the worker claimed', async () => (await claimsMade(svc)) > before);
+    worker.wake();
+    await until(
+      'the worker claimed again at its next wake',
+      async () => (await claimsMade(svc)) > before + 1,
+      5000,
+    );
+    assert.equal(
+      requestsTo(receiver, '/beside').length,
+      0,
+      'nothing sent while the other claim held the webhook',
+    );
+  } finally {
+    release();
+    await other;
+  }
+  worker.wake();
+  await arrivalsAt(receiver, '/beside', 1, 5000);
 });
 
 test('outcomes written and the next deliveries claimed in one statement: both, or neither', async () => {

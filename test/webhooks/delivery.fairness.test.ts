@@ -7,7 +7,13 @@ import { after, test } from 'node:test';
 import { publishEvents } from '../../src/delivery/publish.js';
 import { putBooking } from '../support/feed.js';
 import { until } from '../support/wait.js';
-import { createWebhook, deliveryWorker, webhookHarness, webhookTenant } from '../support/webhooks.js';
+import {
+  claimsMade,
+  createWebhook,
+  deliveryWorker,
+  webhookHarness,
+  webhookTenant,
+} from '../support/webhooks.js';
 
 const { svc, receiver } = await webhookHarness({
   SVC_WEBHOOK_CONCURRENCY: '8',
@@ -17,10 +23,7 @@ const { svc, receiver } = await webhookHarness({
   SVC_WEBHOOK_LEASE_SECONDS: '60',
 });
 
-const claims = async () => {
-  const metric = await svc.deps.metrics.registry.getSingleMetric('svc_webhook_claims_total')?.get();
-  return metric?.values[0]?.value ?? 0;
-};
+const claims = () => claimsMade(svc);
 
 test('2,000 due deliveries on a hanging receiver: another organization is served within a second', async () => {
   const slow = `/slow/${randomUUID()}`;
