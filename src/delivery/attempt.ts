@@ -29,17 +29,43 @@ function notSendable(ctx: AttemptContext): string | null {
   return null;
 }
 
+/** Webhooks whose opened secrets a worker remembers; the oldest is forgotten first. */
+const REMEMBERED_SECRETS = 1000;
+
+/**
+ * SecretBox.open, remembered per webhook for as long as its sealed secret stays the same (a
+ * rotation seals a new one, so it is opened afresh): a busy webhook's secret is decrypted once, not
+ * at every attempt. It stays in this worker's memory only, as it would for the attempt itself.
+ */
+function openedSecrets(box: SecretBox): (sealed: Buffer, webhookId: string) => string {
+  const opened = new Map<string, { sealed: Buffer; secret: string }[]>();
+  return (sealed, webhookId) => {
+    const known = opened.get(webhookId) ?? [];
+    // Buffer.compare: the embedded database gives bytea as a plain Uint8Array.
+    const hit = known.find((k) => Buffer.compare(k.sealed, sealed) === 0);
+    if (hit) return hit.secret;
+    const secret = box.open(sealed, webhookId);
+    // The secret in force and, during a rotation, the previous one: two per webhook at most.
+    const kept = [{ sealed, secret }, ...known].slice(0, 2);
+    opened.delete(webhookId);
+    opened.set(webhookId, kept);
+    if (opened.size > REMEMBERED_SECRETS) opened.delete(opened.keys().next().value as string);
+    return secret;
+  };
+}
+
 /** Makes one attempt of a claimed delivery and says what to record of it. */
 export function attempter(deps: AttemptDeps): (claimed: Claimed) => Promise<Recorded> {
   const { config, metrics } = deps;
   const bodyOf = deliveryBodies();
+  const open = openedSecrets(deps.secrets);
 
   function send(claimed: Claimed): Promise<AttemptResult> {
     const body = bodyOf(claimed.event_id, claimed);
     const timestamp = Math.floor(Date.now() / 1000);
-    const secrets = [deps.secrets.open(claimed.secret, claimed.webhook_id)];
+    const secrets = [open(claimed.secret, claimed.webhook_id)];
     if (claimed.previous_valid && claimed.previous_secret) {
-      secrets.push(deps.secrets.open(claimed.previous_secret, claimed.webhook_id));
+      secrets.push(open(claimed.previous_secret, claimed.webhook_id));
     }
     return deps.sender.send({
       url: claimed.url,

@@ -129,7 +129,7 @@ export function createSender(options: SenderOptions): Sender {
         method: 'POST',
         dispatcher: agent,
         signal: controller.signal,
-        headers: { ...withoutContentLength(attempt.headers), 'content-length': String(body.length) },
+        headers: withContentLength(attempt.headers, body.length),
         body,
       });
       // A 2xx is a success only once its answer has ended: one cut by the time-out or a reset is
@@ -212,10 +212,13 @@ function unbracket(host: string): string {
   return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
 }
 
-function withoutContentLength(headers: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(headers).filter(([name]) => name.toLowerCase() !== 'content-length'),
-  );
+/** The headers with the body's own content-length in place of any the caller gave. */
+function withContentLength(headers: Record<string, string>, length: number): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name in headers)
+    if (name.toLowerCase() !== 'content-length') out[name] = headers[name] as string;
+  out['content-length'] = String(length);
+  return out;
 }
 
 interface Answer {
