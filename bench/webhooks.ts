@@ -85,6 +85,7 @@ const { values: args } = parseArgs({
     concurrency: { type: 'string' },
     'per-webhook': { type: 'string' },
     'ref-local-queue': { type: 'string' },
+    'ref-processes': { type: 'string', default: '1,2' },
     'ceiling-seconds': { type: 'string' },
     'settle-seconds': { type: 'string' },
     'wait-seconds': { type: 'string', default: '20' },
@@ -181,6 +182,13 @@ if (args.only !== undefined && args.only !== 'ref' && args.only !== 'engine') {
   throw new Error('--only must be ref or engine');
 }
 const runReference = args.only !== 'engine';
+/**
+ * How many processes the reference runs in, one configuration each: one is the yardstick; more show
+ * what adding a delivering process gives a well-kept queue on the same machine (the in-flight bound
+ * and the local queue split between them).
+ */
+const referenceProcesses = args['ref-processes'].split(',').map((p) => positive('ref-processes', p));
+if (!referenceProcesses.includes(1)) throw new Error('--ref-processes must include 1 (the yardstick)');
 const runEngine = args.only !== 'ref';
 
 function sizes(kind: DbKind): Sizes {
@@ -578,10 +586,10 @@ interface Subject {
   startQueuing(): Promise<void>;
   stopQueuing(): Promise<void>;
   /**
-   * The drain holds the queue until every process is ready (the engine on PostgreSQL, whose
-   * configurations start several processes); the reference starts one.
+   * On PostgreSQL the drain holds the queue until every process is ready: `hold` makes what is
+   * queued due in a day, `release` due now, and wakes the processes.
    */
-  holdsQueue: boolean;
+  queue: { hold: string; release: string };
 }
 
 async function latencyPhase(
@@ -702,6 +710,13 @@ async function burstPhase(
   return { result, ceiling };
 }
 
+/** The engine's queue, held and released by the drain. */
+const ENGINE_QUEUE = {
+  hold: `UPDATE webhook_deliveries SET next_retry_at = now() + interval '1 day' WHERE status IN ('pending', 'failed')`,
+  release: `WITH due AS (UPDATE webhook_deliveries SET next_retry_at = now() WHERE status IN ('pending', 'failed') RETURNING 1)
+            SELECT count(*) AS n, pg_notify('svc_deliveries', current_schema()) FROM due`,
+};
+
 /** Pause between the drain's processes being ready and their deliveries falling due. */
 const DRAIN_SETTLE_MS = 1500;
 
@@ -709,8 +724,8 @@ const DRAIN_SETTLE_MS = 1500;
  * Events queued while nothing delivers, then the delivering processes started and timed until every
  * delivery arrived. The transactions are counted from a database with none of the configuration's
  * processes connected to one with all of them gone again: every backend has reported by then.
- * On PostgreSQL the queued deliveries are held (due in a day) until every process of the
- * configuration is ready, then made due at once and announced: without it `serve`'s start (about
+ * On PostgreSQL the queued deliveries (the reference's jobs) are held (due in a day) until every
+ * process of the configuration is ready, then made due at once and announced: without it `serve`'s start (about
  * a second of CPU: schemas compiled, modules loaded) ran beside the `svc worker` that had started
  * draining, on the same 2 cores, and the drain measured the start as much as the delivery.
  */
@@ -724,14 +739,8 @@ async function drainPhase(subject: Subject, receiver: BenchReceiver, count: numb
   const queueSeconds = (performance.now() - queueStart) / 1000;
   await subject.stopQueuing();
   await backendsGone(probe);
-  const held = subject.holdsQueue && probe.pgClient !== null;
-  if (held) {
-    await probeQuery(
-      probe,
-      `UPDATE webhook_deliveries SET next_retry_at = now() + interval '1 day' WHERE status IN ('pending', 'failed')`,
-      [],
-    );
-  }
+  const held = probe.pgClient !== null;
+  if (held) await probeQuery(probe, subject.queue.hold, []);
   const events = feed.events(phase);
   const ok = events.filter((e) => e.status === 201);
   const expected = ok.length * subject.fanOut;
@@ -743,12 +752,7 @@ async function drainPhase(subject: Subject, receiver: BenchReceiver, count: numb
     // Ready is not idle: a process answers before its start's last work (the sender's CA, code
     // compiled on first use, the start's garbage) is done.
     await sleep(DRAIN_SETTLE_MS);
-    await probeQuery(
-      probe,
-      `WITH due AS (UPDATE webhook_deliveries SET next_retry_at = now() WHERE status IN ('pending', 'failed') RETURNING 1)
-       SELECT count(*) AS n, pg_notify('svc_deliveries', current_schema()) FROM due`,
-      [],
-    );
+    await probeQuery(probe, subject.queue.release, []);
   }
   let atFirst: Promise<Snapshot> | null = null;
   const { delivered, duplicates, complete } = await collect(
@@ -972,6 +976,7 @@ async function measureReference(
   receiver: BenchReceiver,
   probe: Probe,
   sz: Sizes,
+  processes: number,
 ): Promise<ConfigurationResult> {
   const url = args['database-url'];
   await resetReference(url);
@@ -984,28 +989,39 @@ async function measureReference(
   const write = (p: pg.Pool) => referenceWriter(p, organizationId, settings.webhooks);
   const feed = new Feed('9', write(pool));
   const startWorker = async () => {
-    const w = await tracked(
-      startReferenceWorker(ROOT, {
-        connectionString: url,
-        webhooks,
-        concurrency: referenceConcurrency,
-        localQueue: referenceLocalQueue,
-        timeoutMs: DEFAULT_TIMEOUT_MS,
-        caFile: receiver.caFile,
-      }),
+    probe.workers = await Promise.all(
+      Array.from({ length: processes }, () =>
+        tracked(
+          startReferenceWorker(ROOT, {
+            connectionString: url,
+            webhooks,
+            concurrency: Math.max(1, Math.floor(referenceConcurrency / processes)),
+            localQueue: Math.max(1, Math.floor(referenceLocalQueue / processes)),
+            timeoutMs: DEFAULT_TIMEOUT_MS,
+            caFile: receiver.caFile,
+          }),
+        ),
+      ),
     );
-    probe.workers = [w];
   };
+  const name = processes === 1 ? 'reference' : `reference-${processes}`;
   const subject: Subject = {
-    name: 'reference',
-    label: 'graphile-worker + undici (reference)',
+    name,
+    label:
+      processes === 1
+        ? 'graphile-worker + undici (reference)'
+        : `graphile-worker + undici, ${processes} processes (reference)`,
     feed,
     prefix: '/r/',
     fanOut: settings.webhooks,
     probe,
     sizes: sz,
-    holdsQueue: false,
-    deliveringProcesses: 1,
+    queue: {
+      hold: `UPDATE ${REFERENCE_SCHEMA}._private_jobs SET run_at = now() + interval '1 day'`,
+      release: `WITH due AS (UPDATE ${REFERENCE_SCHEMA}._private_jobs SET run_at = now() RETURNING 1)
+                SELECT pg_notify('jobs:insert', json_build_object('count', count(*))::text) FROM due`,
+    },
+    deliveringProcesses: processes,
     start: startWorker,
     async stop() {
       for (const w of probe.workers) await stopTracked(w);
@@ -1024,16 +1040,17 @@ async function measureReference(
     },
   };
   log(
-    `${kind}: reference: graphile-worker, ${referenceConcurrency} jobs in flight, local queue ${referenceLocalQueue}`,
+    `${kind}: reference: graphile-worker in ${processes} process${processes > 1 ? 'es' : ''}, ` +
+      `${referenceConcurrency} jobs in flight, local queue ${referenceLocalQueue}`,
   );
   try {
     const measured = await measureSubject(subject, receiver, kind, referenceConcurrency);
     return {
       kind: 'reference',
-      name: 'reference',
+      name,
       label: subject.label,
-      workerProcesses: 1,
-      deliveryWorkers: 1,
+      workerProcesses: processes,
+      deliveryWorkers: processes,
       ...measured,
     };
   } finally {
@@ -1083,7 +1100,7 @@ async function measureEngine(
         slowFeed,
         probe,
         sizes: sz,
-        holdsQueue: true,
+        queue: ENGINE_QUEUE,
         deliveringProcesses: deliveryWorkers,
         async start() {
           const [serve, ...workers] = await Promise.all([
@@ -1210,15 +1227,21 @@ async function measure(kind: DbKind, receiver: BenchReceiver): Promise<WebhookRu
         dbName: decodeURIComponent(new URL(args['database-url']).pathname.slice(1)),
         queries: 0,
       };
-      // The reference first, alone on the database; PGlite cannot host it.
-      if (kind === 'postgres' && runReference)
-        referenceRounds.push(await measureReference(kind, receiver, probe, sz));
+      // The reference first, alone on the database; PGlite cannot host it. In more processes, it
+      // is listed with the configurations, before the engine's.
+      const measured: ConfigurationResult[] = [];
+      if (kind === 'postgres' && runReference) {
+        for (const processes of referenceProcesses) {
+          const result = await measureReference(kind, receiver, probe, sz, processes);
+          if (processes === 1) referenceRounds.push(result);
+          else measured.push(result);
+        }
+      }
       if (runEngine) {
         log(`${kind}: service, ${settings.webhooks} webhooks on ${receiver.origin}`);
-        configurationRounds.push(
-          (await measureEngine(kind, receiver, s, probe, sz, profileDir)).configurations,
-        );
+        measured.push(...(await measureEngine(kind, receiver, s, probe, sz, profileDir)).configurations);
       }
+      configurationRounds.push(measured);
     } finally {
       await pgClient?.end();
       for (const c of running) await stopTracked(c);
