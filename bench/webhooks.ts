@@ -602,14 +602,20 @@ async function latencyPhase(
   const { feed, probe, prefix } = subject;
   const phase = `${subject.name}/latency-${rate}`;
   const from = receiver.arrivals.length;
-  const before = countXacts ? await snapshot(probe) : null;
+  const before = await snapshot(probe);
   const achieved = await feed.steady(phase, rate, seconds);
   const events = feed.events(phase);
   const ok = events.filter((e) => e.status === 201);
   const expected = ok.length * subject.fanOut;
   const { delivered, complete } = await collect(receiver, feed, prefix, phase, from, expected);
+  const cpuMsPerDelivery = cpuBetween(
+    before,
+    await snapshot(probe),
+    delivered.length,
+    probe.pgClient !== null,
+  );
   let xactsPerDelivery: number | null = null;
-  if (before) {
+  if (countXacts) {
     await settle(subject.sizes);
     xactsPerDelivery = per(xactsBetween(before, await snapshot(probe)), delivered.length);
   }
@@ -640,6 +646,7 @@ async function latencyPhase(
       missing,
     ),
     feedAnswerMs: percentiles(ok.map((e) => e.answeredAt - e.sentAt)),
+    cpuMsPerDelivery,
     xactsPerDelivery,
     complete,
   };

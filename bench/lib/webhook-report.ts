@@ -67,6 +67,8 @@ export interface LatencyResult {
   feedAnswerMs: Percentiles;
   /** PostgreSQL transactions per delivery over the phase (feed writes included); null when not counted. */
   xactsPerDelivery?: number | null;
+  /** CPU ms per delivery from the phase's first write to its last arrival (feed writes included). */
+  cpuMsPerDelivery?: CpuShare;
   complete: boolean;
 }
 
@@ -406,7 +408,8 @@ export function renderRun(
         ? '- | - | '
         : `${ms(l.commitToPublishMs.p50)} / ${ms(l.commitToPublishMs.p99)} | ` +
           `${ms(l.publishToArrivalMs.p50)} / ${ms(l.publishToArrivalMs.p99)} | `) +
-      `${ms(l.feedAnswerMs.p50)} / ${ms(l.feedAnswerMs.p99)} | ${xacts(l.xactsPerDelivery)} |`
+      `${ms(l.feedAnswerMs.p50)} / ${ms(l.feedAnswerMs.p99)} | ` +
+      `${l.cpuMsPerDelivery ? cpu(l.cpuMsPerDelivery) : '-'} | ${xacts(l.xactsPerDelivery)} |`
     );
   };
   const latency = configs.flatMap((c) => [
@@ -480,14 +483,15 @@ export function renderRun(
     `Commit to arrival, ms ("p50 ... max": arrival minus the feed write's answer, a lower bound; ` +
       '"from tx start": arrival minus the booking\'s created_at, i.e. now() of the feed transaction, an upper bound; ' +
       `"answer to publish" is negative when the PUT's answer reached the client after the event was already published; ` +
-      `the reference publishes nothing: its jobs are added by the write itself). ` +
+      `the reference publishes nothing: its jobs are added by the write itself; CPU ms of serve / delivering processes / PostgreSQL backends ` +
+      `from the first write to the last arrival, feed writes included). ` +
       `The target rate is ${s.latencyEventsPerSecond} events/s (${s.latencyEventsPerSecond * s.webhooks} deliveries/s) for ${s.latencySeconds} s` +
       (s.lowEventsPerSecond > 0
         ? `; ${s.lowEventsPerSecond} events/s for ${s.lowSeconds} s is shown for reference.`
         : '.'),
     '',
-    '| Configuration | events/s | deliveries | p50 | p90 | p99 | max | from tx start p50 / p99 | from send p50 / p99 | answer to publish p50 / p99 | publish to arrival p50 / p99 | feed write p50 / p99 | xacts per delivery |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| Configuration | events/s | deliveries | p50 | p90 | p99 | max | from tx start p50 / p99 | from send p50 / p99 | answer to publish p50 / p99 | publish to arrival p50 / p99 | feed write p50 / p99 | CPU ms per delivery | xacts per delivery |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...latency,
     '',
     "Ceiling (plain undici Pool in its own process, the burst's delivered requests, same receiver, measured right after each burst with the service idle):",
