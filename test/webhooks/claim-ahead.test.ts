@@ -1,4 +1,4 @@
-// The worker claims ahead: it holds up to twice a webhook's bound, the rest queued behind the
+// The worker claims ahead: it holds up to HOLD_PER_WEBHOOK times a webhook's bound, the rest queued behind the
 // attempts in flight. What that must not break: the bound on a webhook's attempts in flight is
 // global, across workers; and a worker that stops gives back what it held but never attempted, as
 // it was, without counting an attempt.
@@ -12,6 +12,7 @@ import {
   recordAndClaim,
   recordOutcomes,
 } from '../../src/delivery/store.js';
+import { HOLD, HOLD_PER_WEBHOOK } from '../../src/delivery/worker.js';
 import { type TestService, usingServer } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
 import { until } from '../support/wait.js';
@@ -159,7 +160,7 @@ test('a second worker adds attempts in flight when the receivers, not the worker
   const second = await (async () => {
     try {
       // Its 2 attempts hang; it holds one delivery of each of the 4 webhooks (twice its concurrency).
-      await until('the first worker at its concurrency', async () => (await delivering()) === 4);
+      await until('the first worker at its concurrency', async () => (await delivering()) === HOLD * 2);
       await until('its two attempts', () => receiver.requests.length === 2);
       return await deliveryWorker(svc);
     } catch (error) {
@@ -201,15 +202,17 @@ test('a worker whose deliveries wait for its own slots holds no more than it sen
   after(() => worker.stop(100));
   const answered = () => receiver.requests.filter((r) => r.path !== '/stuck').length;
   // The first claim holds twice its 8 slots. Once its deliveries wait for its slots, it holds what
-  // it sends (8), the next two of /stuck (held for that webhook's bound) and 1 spare: 11, and an
-  // outcome or two not yet written beside them; claiming ahead as before, it held 16.
-  await until('the first claim started', () => answered() >= 16);
+  // it sends (8), those of /stuck held behind its two hanging attempts (HOLD_PER_WEBHOOK x 2 - 2,
+  // for that webhook's bound) and 1 spare, with an outcome or two not yet written beside them;
+  // claiming ahead regardless, it held 16.
+  const mostAllowed = 8 + (HOLD_PER_WEBHOOK * 2 - 2) + 1 + 2;
+  await until('the first claim sent', () => answered() >= HOLD * 8);
   let most = 0;
   while (answered() < 12 * EVENTS) {
     most = Math.max(most, await delivering());
     await new Promise((r) => setTimeout(r, 5));
   }
-  assert.ok(most <= 13, `${most} deliveries held by a worker with 8 slots`);
+  assert.ok(most <= mostAllowed, `${most} deliveries held by a worker with 8 slots`);
 });
 
 test('a stopping worker gives back what it held ahead, the attempt not counted', async () => {
@@ -222,7 +225,7 @@ test('a stopping worker gives back what it held ahead, the attempt not counted',
   const worker = await deliveryWorker(svc);
   const t = await webhookTenant(svc);
   const hook = await createWebhook(svc, t, receiver.url('/held'), ['booking.created']);
-  for (let i = 0; i < 3; i++) await putBooking(svc, t.organization.id);
+  for (let i = 0; i < HOLD_PER_WEBHOOK + 1; i++) await putBooking(svc, t.organization.id);
   await receiver.waitFor(1, 10_000);
   const states = () =>
     svc.db.query<{ status: string; attempt: number; n: number }>(
@@ -230,21 +233,22 @@ test('a stopping worker gives back what it held ahead, the attempt not counted',
        GROUP BY status, attempt ORDER BY status, attempt`,
       [hook.id],
     );
-  // One attempt hangs, one delivery is held behind it (bound 1, held up to 2), one waits in the queue.
-  await until('one held behind the hanging attempt', async () =>
-    (await states()).some((s) => s.status === 'delivering' && s.n === 2),
+  // One attempt hangs, the others of what it may hold are held behind it (bound 1, held up to
+  // HOLD_PER_WEBHOOK), one waits in the queue.
+  await until('deliveries held behind the hanging attempt', async () =>
+    (await states()).some((s) => s.status === 'delivering' && s.n === HOLD_PER_WEBHOOK),
   );
   assert.deepEqual(await states(), [
-    { status: 'delivering', attempt: 1, n: 2 },
+    { status: 'delivering', attempt: 1, n: HOLD_PER_WEBHOOK },
     { status: 'pending', attempt: 0, n: 1 },
   ]);
 
   await worker.stop(100);
-  // The hanging attempt may have reached the receiver: it counts. The held one never left: it is
-  // pending again, attempt 0, due at once.
+  // The hanging attempt may have reached the receiver: it counts. The held ones never left: they
+  // are pending again, attempt 0, due at once.
   assert.deepEqual(await states(), [
     { status: 'failed', attempt: 1, n: 1 },
-    { status: 'pending', attempt: 0, n: 2 },
+    { status: 'pending', attempt: 0, n: HOLD_PER_WEBHOOK },
   ]);
   assert.equal(receiver.requests.length, 1, 'only the hanging attempt was sent');
 });
