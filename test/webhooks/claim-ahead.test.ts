@@ -51,6 +51,27 @@ async function deliveringCount(svc: TestService): Promise<number> {
   return row?.n ?? 0;
 }
 
+/**
+ * A claim of another worker taking for `webhookId` at this moment: its transaction holds the
+ * webhook's lock (claim_room's key) until the returned function ends it.
+ */
+async function claimingElsewhere(svc: TestService, webhookId: string): Promise<() => Promise<void>> {
+  let release = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let locked = () => {};
+  const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+  const other = svc.db.tx(async (q) => {
+    await q.query('SELECT pg_advisory_xact_lock(734110903, hashtext($1))', [webhookId]);
+    locked();
+    await held;
+  });
+  await lockTaken;
+  return async () => {
+    release();
+    await other;
+  };
+}
+
 /** A claim by a worker of its own, as a new worker makes it. */
 const claimAnything = (svc: TestService) => claimDeliveries(svc.db, claimRequest(randomUUID()));
 
@@ -263,19 +284,9 @@ test('a claim leaves a webhook another claim is taking for, takes the rest witho
   await putBooking(svc, t.organization.id);
   const claim = () => claimAnything(svc);
   // Another claim holds the busy webhook's lock (claim_room's key) until its transaction ends.
-  let release = () => {};
-  const held = new Promise<void>((resolve) => (release = resolve));
-  let locked = () => {};
-  const lockTaken = new Promise<void>((resolve) => (locked = resolve));
-  const other = svc.db.tx(async (q) => {
-    await q.query('SELECT pg_advisory_xact_lock(734110903, hashtext($1))', [busy.id]);
-    locked();
-    await held;
-  });
-  await lockTaken;
+  const release = await claimingElsewhere(svc, busy.id);
   const first = await claim();
-  release();
-  await other;
+  await release();
   assert.deepEqual(
     first.claimed.map((c) => c.webhook_id),
     [free.id],
@@ -300,16 +311,7 @@ test('a worker whose claim left a webhook to a claim beside it asks again at its
   const { svc, receiver } = await webhookService({ SVC_WEBHOOK_IDLE_GAP_MS: '30000' });
   const t = await webhookTenant(svc);
   const hook = await createWebhook(svc, t, receiver.url('/beside'), ['booking.created']);
-  let release = () => {};
-  const held = new Promise<void>((resolve) => (release = resolve));
-  let locked = () => {};
-  const lockTaken = new Promise<void>((resolve) => (locked = resolve));
-  const other = svc.db.tx(async (q) => {
-    await q.query('SELECT pg_advisory_xact_lock(734110903, hashtext($1))', [hook.id]);
-    locked();
-    await held;
-  });
-  await lockTaken;
+  const release = await claimingElsewhere(svc, hook.id);
   await putBooking(svc, t.organization.id);
   const before = await claimsMade(svc);
   const worker = await deliveryWorker(svc);
@@ -329,8 +331,7 @@ test('a worker whose claim left a webhook to a claim beside it asks again at its
       'nothing sent while the other claim held the webhook',
     );
   } finally {
-    release();
-    await other;
+    await release();
   }
   worker.wake();
   await arrivalsAt(receiver, '/beside', 1, 5000);
