@@ -241,7 +241,9 @@ async function worker(): Promise<number> {
     await db.close();
     throw new Error(`SVC_METRICS_PORT: cannot listen (${(error as Error).message})`);
   });
-  const delivery = await startDeliveryWorker(deps);
+  // The platform's writes reach `svc serve`, which publishes them: this process publishes only what
+  // a writer left behind.
+  const delivery = await startDeliveryWorker(deps, { writersElsewhere: true });
   deps.logger.info('webhook delivery worker started');
   await untilSignal();
   await shutdown([workerStoppable(delivery, cfg)], cfg.shutdownGraceMs, deps.logger);

@@ -115,7 +115,10 @@ const ENGINE_CONNECTIONS = 3;
  * A delivery worker for this process, on the application's metrics registry. The development
  * settings that widen what a delivery may reach are logged loudly whenever they are on.
  */
-export async function startDeliveryWorker(deps: Deps): Promise<Worker> {
+export async function startDeliveryWorker(
+  deps: Deps,
+  options: { writersElsewhere?: boolean } = {},
+): Promise<Worker> {
   const { webhooks } = deps.config;
   if (webhooks.allowPrivateTargets) {
     deps.logger.warn(
@@ -145,6 +148,7 @@ export async function startDeliveryWorker(deps: Deps): Promise<Worker> {
     secrets: deps.secrets,
     sender,
     metrics: createDeliveryMetrics(deps.metrics.registry, deps.db),
+    ...options,
   });
   return {
     wake: worker.wake,

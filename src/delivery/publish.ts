@@ -28,16 +28,20 @@ export interface PublishResult {
  */
 export async function publishEvents(
   db: Db,
-  options: { wait?: boolean; committed?: boolean } = {},
+  options: { wait?: boolean; committed?: boolean; olderThanMs?: number } = {},
 ): Promise<PublishResult> {
   const wait = options.wait ?? true;
   const total: PublishResult = { events: 0, deliveries: 0, busy: false };
-  // A poller looks first, without the lock, whether there is anything to publish; a writer that has
-  // just committed knows there is, and after a full batch there likely is more.
+  // A poller looks first, without the lock, whether there is anything to publish (with
+  // `olderThanMs`: anything written that long ago, which its writer has left behind); a writer that
+  // has just committed knows there is, and after a full batch there likely is more.
   let look = !options.committed;
   for (;;) {
     if (look) {
-      const [any] = await db.query('SELECT 1 FROM event_outbox LIMIT 1');
+      const [any] = await db.query(
+        'SELECT 1 FROM event_outbox WHERE occurred_at <= clock_timestamp() - make_interval(secs => $1::float8 / 1000) LIMIT 1',
+        [options.olderThanMs ?? 0],
+      );
       if (!any) return total;
     }
     look = false;

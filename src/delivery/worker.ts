@@ -70,6 +70,13 @@ export const HOLD_PER_WEBHOOK = 4;
  */
 const SHARE_AFTER_MS = 500;
 
+/**
+ * A worker whose writers are elsewhere publishes an event only once it has waited this long in the
+ * outbox: its writer publishes it within milliseconds of its commit, and a worker that raced it
+ * took the publisher's lock from the writers (whose answers wait for their publish) for nothing.
+ */
+export const LEFT_BEHIND_MS = 200;
+
 /** An attempt that ended, its outcome not yet written; with when its lease ends, by our clock. */
 type Ended = Outcome & { leaseEndsAt: number };
 
@@ -83,6 +90,12 @@ export interface WorkerDeps {
   secrets: SecretBox;
   sender: Sender;
   metrics?: DeliveryMetrics;
+  /**
+   * The platform's writes are made in other processes, which publish their own events (`svc
+   * worker`): this worker looks at the outbox only on its poll, for what a writer left behind
+   * (written LEFT_BEHIND_MS ago or more: a writer that stopped between its commit and its publish).
+   */
+  writersElsewhere?: boolean;
 }
 
 export interface Worker {
@@ -168,15 +181,19 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     }, config.batchMs);
   };
 
-  // The outbox is looked at when a commit announced an event (unless the writers of this process
-  // publish their own), and on every poll besides.
+  // The outbox is looked at when a commit announced an event (unless the writers of this process,
+  // or of others, publish their own), and on every poll besides.
   let outboxDirty = true;
   const unlisten = await Promise.all([
-    db.listen('svc_outbox', () => {
-      if (publishingForWriters(db)) return;
-      outboxDirty = true;
-      wake();
-    }),
+    ...(deps.writersElsewhere
+      ? []
+      : [
+          db.listen('svc_outbox', () => {
+            if (publishingForWriters(db)) return;
+            outboxDirty = true;
+            wake();
+          }),
+        ]),
     db.listen('svc_deliveries', wake),
   ]);
 
@@ -336,7 +353,10 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       lastPublish = Date.now();
       // Another publisher at work will have published what it saw; what committed after it is
       // looked for again shortly rather than queueing behind its lock.
-      const published = await publishEvents(db, { wait: false });
+      const published = await publishEvents(db, {
+        wait: false,
+        ...(deps.writersElsewhere ? { olderThanMs: LEFT_BEHIND_MS } : {}),
+      });
       fruitlessPublishAt = published.events === 0 ? Date.now() : 0;
       if (published.busy) {
         outboxDirty = true;

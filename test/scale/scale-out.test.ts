@@ -1,7 +1,7 @@
 // Scale-out: two `svc serve` and two `svc worker` processes on one PostgreSQL schema and one Redis,
 // as docs/operations.md lays them out. The three request limits hold across both API processes
-// (exactly the limit admitted, not once per process); every event is fanned out once, whichever of
-// the four publishers takes it; every attempt of a delivery is made once; the workers' /metrics
+// (exactly the limit admitted, not once per process); every event is fanned out once, whichever
+// publisher takes it (the serve that wrote it, or a worker for what a writer left behind); every attempt of a delivery is made once; the workers' /metrics
 // listeners count what they delivered. PostgreSQL and Redis only (skipped on the embedded run).
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';

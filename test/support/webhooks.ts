@@ -58,8 +58,11 @@ export async function claimsMade(svc: TestService): Promise<number> {
  * the order of a test's own hooks: a worker still claiming while the schema is dropped deadlocks
  * with the drop, and its timers would keep the test process alive. Stopping it twice is a no-op.
  */
-export async function deliveryWorker(svc: TestService): Promise<Worker> {
-  const worker = await startDeliveryWorker(svc.deps);
+export async function deliveryWorker(
+  svc: TestService,
+  options: Parameters<typeof startDeliveryWorker>[1] = {},
+): Promise<Worker> {
+  const worker = await startDeliveryWorker(svc.deps, options);
   let stopped: Promise<void> | null = null;
   const stop = (graceMs = 100) => {
     stopped ??= worker.stop(graceMs);
