@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import { LEFT_BEHIND_MS } from '../../src/delivery/worker.js';
 import type { BookingInput } from '../../src/operator/feed/booking-schemas.js';
 import { upsertBooking } from '../../src/operator/feed/bookings.js';
+import type { TestService } from '../support/context.js';
 import { bookingBody } from '../support/feed.js';
 import {
   arrivalsAt,
@@ -17,14 +18,14 @@ import {
 } from '../support/webhooks.js';
 
 /** A booking written and committed by a writer that never publishes it (it stopped after its commit). */
-async function writeUnpublished(svc: Awaited<ReturnType<typeof webhookService>>['svc'], orgId: string) {
+async function writeUnpublished(svc: TestService, orgId: string) {
   const id = randomUUID();
   await svc.db.tx((q) => upsertBooking(q, orgId, id, bookingBody() as BookingInput));
   return { id, committedAt: Date.now() };
 }
 
 /** When the event of a booking entered the log (its stamp is set when it is published). */
-async function publishedAt(svc: Awaited<ReturnType<typeof webhookService>>['svc'], bookingId: string) {
+async function publishedAt(svc: TestService, bookingId: string) {
   const [event] = await svc.db.query<{ created_at: Date }>(
     'SELECT created_at FROM events WHERE resource_id = $1',
     [bookingId],
