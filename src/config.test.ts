@@ -97,6 +97,7 @@ describe('configuration', () => {
       SVC_WEBHOOK_CONCURRENCY: '10',
       SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK: '3',
       SVC_WEBHOOK_IDLE_GAP_MS: '20',
+      SVC_WEBHOOK_BACKLOG_ROUND_MS: '15',
       SVC_WEBHOOK_WORKER: 'off',
       SVC_DB_POOL_SIZE: '7',
     });
@@ -140,6 +141,7 @@ describe('configuration', () => {
           concurrencyPerWebhook: 3,
           batchMs: 2,
           idleGapMs: 20,
+          backlogRoundMs: 15,
           embeddedWorker: false,
         },
       },
@@ -158,6 +160,8 @@ describe('configuration', () => {
     assert.deepEqual(webhooks.allowedPrivateRanges, []);
     assert.equal(webhooks.dnsTimeoutMs, 3000);
     assert.equal(webhooks.idleGapMs, 50);
+    assert.equal(webhooks.backlogRoundMs, 40);
+    assert.throws(() => loadConfig({ SVC_WEBHOOK_BACKLOG_ROUND_MS: '1001' }), /SVC_WEBHOOK_BACKLOG_ROUND_MS/);
   });
 
   test('SVC_TRUST_PROXY: false, true, a hop count or a list of addresses and CIDR ranges', () => {

@@ -36,6 +36,11 @@ export interface WebhookConfig {
    * or a publish that found nothing, an event committed does not start another one before this, in ms.
    */
   idleGapMs: number;
+  /**
+   * While every webhook a worker sends to has at least its bound queued behind its attempts (a
+   * backlog), its rounds (outcomes written, slots claimed again) come at most this often, in ms.
+   */
+  backlogRoundMs: number;
   /** Whether `svc serve` runs its embedded delivery worker (off: `svc worker` processes deliver, or nothing does). */
   embeddedWorker: boolean;
 }
@@ -183,6 +188,7 @@ function webhookConfig(env: Env): WebhookConfig {
     concurrencyPerWebhook: int(env, 'SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK', 4, 1, concurrency),
     batchMs: int(env, 'SVC_WEBHOOK_BATCH_MS', 2, 0, 1000),
     idleGapMs: int(env, 'SVC_WEBHOOK_IDLE_GAP_MS', 50, 0, 60_000),
+    backlogRoundMs: int(env, 'SVC_WEBHOOK_BACKLOG_ROUND_MS', 40, 0, 1000),
     embeddedWorker: oneOf(env, 'SVC_WEBHOOK_WORKER', ['on', 'off'], 'on') === 'on',
   };
 }

@@ -64,8 +64,8 @@ export interface Claimed extends AttemptContext {
  * slots count as free.
  */
 /**
- * The claim's common table expressions; `p(n)` names its n-th parameter (claimParams, then
- * `ending` as the 8th) in the statement.
+ * The claim's common table expressions; `p(n)` names its n-th parameter (claimParams 1 to 7,
+ * `ending` as the 8th, then claimParams 9 and 10) in the statement.
  */
 const claimCtes = (p: (n: number) => string) => `
   hooks AS (
@@ -86,7 +86,9 @@ const claimCtes = (p: (n: number) => string) => `
       FROM webhook_deliveries d
       WHERE d.webhook_id = h.webhook_id AND d.status IN ('pending', 'failed') AND d.next_retry_at <= now()
       ORDER BY d.next_retry_at, d.event_id
-      LIMIT claim_room(h.webhook_id, ${p(5)}::uuid, ${p(8)}::uuid[], ${p(2)}::int, ${p(6)}::int, ${p(7)}::int)
+      LIMIT claim_room(h.webhook_id, ${p(5)}::uuid, ${p(8)}::uuid[],
+                       CASE WHEN h.webhook_id = ANY (${p(9)}::uuid[]) THEN ${p(10)}::int ELSE ${p(2)}::int END,
+                       ${p(6)}::int, ${p(7)}::int)
       FOR UPDATE OF d SKIP LOCKED
     ) x
   ), picked AS (
@@ -168,6 +170,9 @@ export interface ClaimRequest {
    * no other worker holds any.
    */
   perWebhook: number;
+  /** Webhooks whose receivers answer fast: of each, this worker may hold `fastPerWebhook` instead. */
+  fast?: readonly string[];
+  fastPerWebhook?: number;
   /**
    * Attempts of one webhook in flight at once, across workers: a webhook that other workers hold
    * deliveries of gives up to this many held in all, none queued ahead, once its oldest due delivery
@@ -210,19 +215,15 @@ function claimResult(rows: ClaimRow[]): ClaimResult {
   };
 }
 
-/** The claim's parameters 1 to 7, in the order of claimCtes; `ending` is the 8th. */
-const claimParams = (r: Omit<ClaimRequest, 'ending'>): unknown[] => [
-  r.take,
-  r.perWebhook,
-  r.leaseToken,
-  r.leaseMs,
-  r.owner,
-  r.inFlightPerWebhook,
-  r.shareAfterMs,
-];
+/** The claim's parameters 1 to 7 and 9 to 10, in the order of claimCtes; `ending` is the 8th. */
+const claimParams = (r: Omit<ClaimRequest, 'ending'>): { first: unknown[]; last: unknown[] } => ({
+  first: [r.take, r.perWebhook, r.leaseToken, r.leaseMs, r.owner, r.inFlightPerWebhook, r.shareAfterMs],
+  last: [r.fast ?? [], r.fastPerWebhook ?? r.perWebhook],
+});
 
 export async function claimDeliveries(q: Queryable, r: ClaimRequest): Promise<ClaimResult> {
-  return claimResult(await q.query<ClaimRow>(CLAIM_SQL, [...claimParams(r), r.ending ?? []]));
+  const { first, last } = claimParams(r);
+  return claimResult(await q.query<ClaimRow>(CLAIM_SQL, [...first, r.ending ?? [], ...last]));
 }
 
 /**
@@ -345,7 +346,7 @@ const RECORD_SQL = `WITH ${recordCtes((n) => `$${n}`)}
  * separate write.
  */
 const RECORD_AND_CLAIM_SQL = `WITH RECURSIVE ${recordCtes((n) => `$${n}`)},
-  ${claimCtes((n) => (n === 8 ? '$1' : `$${n + 10}`))}
+  ${claimCtes((n) => (n === 8 ? '$1' : n < 8 ? `$${n + 10}` : `$${n + 9}`))}
   ${claimSelect(RECORD_COLUMNS)}`;
 
 /** The record's parameters, $1 to $10. */
@@ -380,9 +381,11 @@ export async function recordAndClaim(
   batch: readonly Outcome[],
   r: Omit<ClaimRequest, 'ending'>,
 ): Promise<Written & { claim: ClaimResult }> {
+  const claim = claimParams(r);
   const rows = await q.query<ClaimRow & Written>(RECORD_AND_CLAIM_SQL, [
     ...recordParams(batch),
-    ...claimParams(r),
+    ...claim.first,
+    ...claim.last,
   ]);
   const first = rows.find((row) => row.written !== null);
   return { written: first?.written ?? [], disabled: first?.disabled ?? [], claim: claimResult(rows) };

@@ -65,6 +65,16 @@ export const HOLD = 2;
  */
 export const HOLD_PER_WEBHOOK = 4;
 /**
+ * Of a webhook whose receiver answered its last attempt in under FAST_ANSWER_MS, a worker holds up
+ * to this many times its bound: enough for the rounds of a backlog to be spaced (backlogRoundMs) with
+ * its queue still deep when the round comes. A slow or hanging receiver keeps HOLD_PER_WEBHOOK: its
+ * queue is deep enough at its pace, and what waits behind it reads `delivering` meanwhile.
+ */
+export const FAST_HOLD_PER_WEBHOOK = 8;
+export const FAST_ANSWER_MS = 250;
+/** Webhooks whose last answer time a worker remembers; the oldest is forgotten first. */
+const REMEMBERED_ANSWERS = 1000;
+/**
  * A webhook another worker holds deliveries of is shared once its oldest due delivery has waited
  * this long (its holder is not keeping up): receivers slower than one worker's attempts in flight
  * then get every worker's.
@@ -115,6 +125,21 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   const owner = randomUUID();
   /** Attempts under way. */
   const running = new Map<string, { claimed: Claimed; done: Promise<void> }>();
+  /** How long each webhook's receiver took over its last attempt, in ms. */
+  const answeredIn = new Map<string, number>();
+  const answered = (webhook: string, ms: number) => {
+    answeredIn.delete(webhook);
+    answeredIn.set(webhook, ms);
+    if (answeredIn.size > REMEMBERED_ANSWERS) answeredIn.delete(answeredIn.keys().next().value as string);
+  };
+  /** The webhooks this worker sends to or holds whose receivers answer fast (FAST_HOLD_PER_WEBHOOK). */
+  const fastWebhooks = () => {
+    const fast = new Set<string>();
+    for (const webhook of [...held.keys(), ...[...running.values()].map((r) => r.claimed.webhook_id)]) {
+      if ((answeredIn.get(webhook) ?? Number.POSITIVE_INFINITY) < FAST_ANSWER_MS) fast.add(webhook);
+    }
+    return [...fast];
+  };
   /** Deliveries claimed ahead, by webhook, in the order they are to be attempted. */
   const held = new Map<string, { claimed: Claimed; leaseEndsAt: number }[]>();
   /** Attempts under way to one webhook (at most config.concurrencyPerWebhook). */
@@ -129,7 +154,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
    * Held deliveries that take room in this worker's hold. Those queued behind a webhook at its
    * bound here do not: a hanging receiver's queue would otherwise fill the hold, and every other
    * webhook would wait for its time-outs. They stay bounded: only concurrency / bound webhooks can
-   * be at their bound at once, each holding at most HOLD_PER_WEBHOOK times the bound.
+   * be at their bound at once, each holding at most FAST_HOLD_PER_WEBHOOK times the bound.
    */
   const heldCount = () => {
     let n = 0;
@@ -157,9 +182,15 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   let stopping = false;
   let signal: (() => void) | null = null;
   let pending = false;
+  /** A notification (work committed) arrived since the last round: it is never deferred. */
+  let notified = false;
   const wake = () => {
     pending = true;
     signal?.();
+  };
+  const wakeForWork = () => {
+    notified = true;
+    wake();
   };
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -173,15 +204,58 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       signal = null;
       pending = false;
     });
-  // Ended attempts are gathered for batchMs before the loop writes them.
+  /**
+   * Every webhook this worker sends to has at least its bound queued behind its attempts: a round
+   * now would only top up queues that are deep already.
+   */
+  const deep = () => {
+    for (const { claimed } of running.values()) {
+      if ((held.get(claimed.webhook_id)?.length ?? 0) < config.concurrencyPerWebhook) return false;
+    }
+    return running.size > 0;
+  };
+  /**
+   * While deep, the next round waits until then: SVC_WEBHOOK_BACKLOG_ROUND_MS after the last one
+   * began, so the outcomes that ended meanwhile are written and their slots claimed again in one
+   * statement. A round's fixed cost (its executor state, the per-webhook counts, the commit) is most
+   * of the database's work at a drain's pace: rounds of about 20 deliveries cost PostgreSQL 0.29 ms
+   * per delivery, rounds of about 70 cost 0.16 ms.
+   */
+  let deferredUntil = 0;
+  // Ended attempts are gathered for batchMs before the loop writes them, or until the deferred
+  // round while the queues stay deep.
   let gathering: NodeJS.Timeout | null = null;
   const gather = () => {
-    if (config.batchMs === 0) return wake();
-    gathering ??= setTimeout(() => {
+    const deferredFor = deferredUntil - Date.now();
+    if (deferredFor > 0 && !deep()) {
+      deferredUntil = 0;
+      if (gathering) clearTimeout(gathering);
       gathering = null;
-      wake();
-    }, config.batchMs);
+      return wake();
+    }
+    if (config.batchMs === 0 && deferredFor <= 0) return wake();
+    gathering ??= setTimeout(
+      () => {
+        gathering = null;
+        wake();
+      },
+      Math.max(config.batchMs, deferredFor),
+    );
   };
+  /**
+   * The wait after a round (`waitMs`, as the round found it), put off while the queues are deep
+   * until backlogRoundMs after the round began: the wakes of attempts that ended during the round
+   * are dropped (the deferred round writes them), notifications are not.
+   */
+  function spaced(roundStartedAt: number, waitMs: number): number {
+    if (config.backlogRoundMs === 0 || !deep()) return waitMs;
+    deferredUntil = roundStartedAt + config.backlogRoundMs;
+    if (gathering) clearTimeout(gathering);
+    gathering = null;
+    pending = notified || unsent.length > 0;
+    if (ended.length > 0) gather();
+    return Math.max(waitMs, deferredUntil - Date.now(), 1);
+  }
 
   // The outbox is looked at when a commit announced an event (unless the writers of this process,
   // or of others, publish their own), and on every poll besides.
@@ -193,10 +267,10 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
           db.listen('svc_outbox', () => {
             if (publishingForWriters(db)) return;
             outboxDirty = true;
-            wake();
+            wakeForWork();
           }),
         ]),
-    db.listen('svc_deliveries', wake),
+    db.listen('svc_deliveries', wakeForWork),
   ]);
 
   let lastError = 0;
@@ -217,6 +291,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   function start(claimed: Claimed, leaseEndsAt: number) {
     const done = attempt(claimed)
       .then((recorded) => {
+        if (recorded.counts) answered(claimed.webhook_id, recorded.durationMs);
         ended.push({ claimed, recorded, leaseEndsAt });
       })
       .catch((error) => report(error, 'webhook attempt failed; the lease will return it to the queue'))
@@ -346,6 +421,9 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   let fruitlessPublishAt = 0;
 
   async function round(): Promise<number> {
+    const startedAt = Date.now();
+    notified = false;
+    deferredUntil = 0;
     let waitMs = POLL_MS;
     const publishIn = fruitlessPublishAt + config.idleGapMs - Date.now();
     if (outboxDirty && publishIn > 0) waitMs = publishIn;
@@ -392,6 +470,8 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     const request = {
       take: free,
       perWebhook: HOLD_PER_WEBHOOK * config.concurrencyPerWebhook,
+      fast: fastWebhooks(),
+      fastPerWebhook: FAST_HOLD_PER_WEBHOOK * config.concurrencyPerWebhook,
       inFlightPerWebhook: config.concurrencyPerWebhook,
       shareAfterMs: SHARE_AFTER_MS,
       leaseToken: randomUUID(),
@@ -416,13 +496,13 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     pump();
     // Less than asked for, and a slot still free: nothing waits for this worker's slots any more.
     if (claim.claimed.length < free && running.size < config.concurrency) saturated = false;
-    if (claim.claimed.length === free) return 0;
+    if (claim.claimed.length === free) return spaced(startedAt, 0);
     const retryIn = retryDueAt - Date.now();
     retryDueAt = Number.POSITIVE_INFINITY;
     // A webhook left to a claim running beside this one may have been left by that claim too, when
     // it found there deliveries this round was ending: only then is it worth looking again soon.
     if (claim.skipped && batch.length > 0) waitMs = Math.min(waitMs, SKIPPED_RETRY_MS);
-    return Math.min(waitMs, Math.max(Math.min(claim.nextDueMs ?? POLL_MS, retryIn), 1));
+    return spaced(startedAt, Math.min(waitMs, Math.max(Math.min(claim.nextDueMs ?? POLL_MS, retryIn), 1)));
   }
 
   const loop = (async () => {

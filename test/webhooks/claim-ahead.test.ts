@@ -1,10 +1,12 @@
-// The worker claims ahead: it holds up to HOLD_PER_WEBHOOK times a webhook's bound, the rest queued behind the
-// attempts in flight. What that must not break: the bound on a webhook's attempts in flight is
-// global, across workers; and a worker that stops gives back what it held but never attempted, as
-// it was, without counting an attempt.
+// The worker claims ahead: it holds up to HOLD_PER_WEBHOOK times a webhook's bound (FAST_HOLD_PER_WEBHOOK
+// times, for a receiver that answers fast), the rest queued behind the attempts in flight, and
+// spaces the rounds of a backlog. What that must not break: the bound on a webhook's attempts in
+// flight is global, across workers; and a worker that stops gives back what it held but never
+// attempted, as it was, without counting an attempt.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, test } from 'node:test';
+import { publishEvents } from '../../src/delivery/publish.js';
 import {
   type Claimed,
   type ClaimRequest,
@@ -12,7 +14,7 @@ import {
   recordAndClaim,
   recordOutcomes,
 } from '../../src/delivery/store.js';
-import { HOLD, HOLD_PER_WEBHOOK } from '../../src/delivery/worker.js';
+import { FAST_HOLD_PER_WEBHOOK, HOLD, HOLD_PER_WEBHOOK } from '../../src/delivery/worker.js';
 import { type TestService, usingServer } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
 import { until } from '../support/wait.js';
@@ -162,6 +164,98 @@ test('a worker alone holds ahead; another finds no room until the holder is belo
   const other = await claimDeliveries(svc.db, request(randomUUID()));
   assert.equal(other.claimed.length, 1, 'shared now: 2 held in all');
   assert.equal((await claimDeliveries(svc.db, request(holder))).claimed.length, 0, 'no queue ahead');
+});
+
+test('a claim holds more of the webhooks it names fast, as many as before of the others', async () => {
+  const { svc, receiver } = await webhookService();
+  const t = await webhookTenant(svc);
+  const quick = await createWebhook(svc, t, receiver.url('/quick'), ['booking.created']);
+  const plain = await createWebhook(svc, t, receiver.url('/plain'), ['booking.created']);
+  for (let i = 0; i < 8; i++) await putBooking(svc, t.organization.id);
+  const { claimed } = await claimDeliveries(
+    svc.db,
+    claimRequest(randomUUID(), { take: 20, fast: [quick.id], fastPerWebhook: 7 }),
+  );
+  const of = (id: string) => claimed.filter((c) => c.webhook_id === id).length;
+  assert.deepEqual({ quick: of(quick.id), plain: of(plain.id) }, { quick: 7, plain: 4 });
+});
+
+/** Deliveries of one webhook by state. */
+const statesOf = (svc: TestService, webhookId: string) =>
+  svc.db.query<{ status: string; n: number }>(
+    `SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1
+     GROUP BY status ORDER BY status`,
+    [webhookId],
+  );
+
+test('a worker holds FAST_HOLD_PER_WEBHOOK times the bound of a webhook whose receiver answered fast', async () => {
+  const { svc, receiver } = await webhookService({
+    SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK: '1',
+    SVC_WEBHOOK_TIMEOUT_MS: '30000',
+    SVC_WEBHOOK_LEASE_SECONDS: '60',
+  });
+  // The first two attempts are answered at once (the second on a connection already open); every
+  // later one hangs, so what the worker holds stays.
+  receiver.respond((_req, n) => (n <= 2 ? { status: 200 } : { hang: true }));
+  const worker = await deliveryWorker(svc);
+  after(() => worker.stop(100));
+  const t = await webhookTenant(svc);
+  const hook = await createWebhook(svc, t, receiver.url('/quick'), ['booking.created']);
+  for (let i = 0; i < 2; i++) {
+    await putBooking(svc, t.organization.id);
+    await until('the delivery answered', async () =>
+      (await statesOf(svc, hook.id)).some((s) => s.status === 'succeeded' && s.n === i + 1),
+    );
+  }
+  for (let i = 0; i < FAST_HOLD_PER_WEBHOOK + 2; i++) await putBooking(svc, t.organization.id);
+  // One attempt hangs with the rest of FAST_HOLD_PER_WEBHOOK held behind it (a receiver that hangs
+  // from its first attempt keeps HOLD_PER_WEBHOOK: 'a stopping worker gives back…' below).
+  await until('held deeper behind the hanging attempt', async () =>
+    (await statesOf(svc, hook.id)).some((s) => s.status === 'delivering' && s.n === FAST_HOLD_PER_WEBHOOK),
+  );
+  assert.deepEqual(await statesOf(svc, hook.id), [
+    { status: 'delivering', n: FAST_HOLD_PER_WEBHOOK },
+    { status: 'pending', n: 2 },
+    { status: 'succeeded', n: 2 },
+  ]);
+});
+
+test('a backlog to a fast receiver is written and claimed in rounds SVC_WEBHOOK_BACKLOG_ROUND_MS apart', async () => {
+  const ROUND_MS = 100;
+  const { svc, receiver } = await webhookService({
+    SVC_WEBHOOK_BACKLOG_ROUND_MS: String(ROUND_MS),
+    SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK: '2',
+    SVC_WEBHOOK_TIMEOUT_MS: '30000',
+    SVC_WEBHOOK_LEASE_SECONDS: '60',
+  });
+  // Two attempts in flight answered in 20 ms each: about one answer every 10 ms.
+  receiver.respond(() => ({ status: 200, delayMs: 20 }));
+  const t = await webhookTenant(svc);
+  const hook = await createWebhook(svc, t, receiver.url('/backlog'), ['booking.created']);
+  const DELIVERIES = 200;
+  await svc.db.query(
+    `INSERT INTO bookings (id, originator_organization_id, reference, status, service_type, pickup_at, passengers)
+     SELECT gen_random_uuid(), $1, $2 || n, 'solicitada', 'transfer', now(), '{}'
+     FROM generate_series(1, $3::int) AS n`,
+    [t.organization.id, t.organization.code, DELIVERIES],
+  );
+  await publishEvents(svc.db);
+  const before = await claimsMade(svc);
+  const started = Date.now();
+  const worker = await deliveryWorker(svc);
+  after(() => worker.stop(100));
+  await until(
+    'the backlog delivered',
+    async () => (await statesOf(svc, hook.id)).some((s) => s.status === 'succeeded' && s.n === DELIVERIES),
+    30_000,
+  );
+  const elapsed = Date.now() - started;
+  const rounds = (await claimsMade(svc)) - before;
+  // A round at each answer or two was 135 to 167 here; spaced, one per ROUND_MS and a few more (the
+  // first ones, before the receiver is known to be fast, and the last, as the queue empties).
+  const most = Math.ceil(elapsed / ROUND_MS) + 10;
+  assert.ok(rounds <= most, `${rounds} rounds in ${elapsed} ms (at most ${most})`);
+  assert.ok(rounds <= DELIVERIES / 4, `${rounds} rounds for ${DELIVERIES} deliveries in ${elapsed} ms`);
 });
 
 test('a second worker adds attempts in flight when the receivers, not the worker, set the pace', async () => {
