@@ -42,7 +42,8 @@ export interface Claimed extends AttemptContext {
  *   what `perWebhook` leaves free; so a webhook with thousands of due rows offers no more
  *   candidates than one with a single row;
  * - a worker that alone holds a webhook's deliveries may hold up to `perWebhook` of them (its
- *   attempts in flight and a local queue behind them); a webhook that other workers hold deliveries
+ *   attempts in flight and a local queue behind them; `fastPerWebhook` of the webhooks it names
+ *   `fast`); a webhook that other workers hold deliveries
  *   of is shared once its holder is not keeping up (its oldest due delivery has waited
  *   `shareAfterMs`): every worker together then holds at most `inFlightPerWebhook` of it, none
  *   queued ahead, so its attempts in flight stay within the bound however many workers send to it,

@@ -5,12 +5,13 @@
 // One loop does the database work, in rounds: publish what the outbox holds, write the outcomes of
 // the attempts that ended (gathered for SVC_WEBHOOK_BATCH_MS), and, side by side with that write,
 // claim deliveries. So a busy worker spends two short statements on a whole batch of deliveries,
-// not two transactions on each.
+// not two transactions on each. While it works through a backlog (every webhook it sends to has its
+// bound queued behind its attempts), its rounds come at most every SVC_WEBHOOK_BACKLOG_ROUND_MS.
 //
 // The worker claims ahead: for each webhook it alone holds, it holds up to four times its bound on
-// attempts in flight (twice its own concurrency in all), the rest waiting in a local queue, so an
-// attempt that ends is followed at once by the next one of its webhook instead of after a round
-// trip to the database. A webhook another worker holds is left to it while it keeps up; once its
+// attempts in flight (eight times for a receiver that answers fast; twice its own concurrency in
+// all), the rest waiting in a local queue, so an attempt that ends is followed at once by the next
+// one of its webhook instead of after a round trip to the database. A webhook another worker holds is left to it while it keeps up; once its
 // due deliveries wait (receivers slower than its attempts in flight), it is shared within its
 // bound, nothing held ahead. The claim counts both cases, so the bound on a webhook's attempts in
 // flight stays global.
