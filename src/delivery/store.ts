@@ -65,8 +65,8 @@ export interface Claimed extends AttemptContext {
  * slots count as free.
  */
 /**
- * The claim's common table expressions; `p(n)` names its n-th parameter (claimParams 1 to 7,
- * `ending` as the 8th, then claimParams 9 and 10) in the statement.
+ * The claim's common table expressions; `p(n)` names its n-th parameter (claimParams, then
+ * `ending` as the 10th) in the statement.
  */
 const claimCtes = (p: (n: number) => string) => `
   hooks AS (
@@ -87,8 +87,8 @@ const claimCtes = (p: (n: number) => string) => `
       FROM webhook_deliveries d
       WHERE d.webhook_id = h.webhook_id AND d.status IN ('pending', 'failed') AND d.next_retry_at <= now()
       ORDER BY d.next_retry_at, d.event_id
-      LIMIT claim_room(h.webhook_id, ${p(5)}::uuid, ${p(8)}::uuid[],
-                       CASE WHEN h.webhook_id = ANY (${p(9)}::uuid[]) THEN ${p(10)}::int ELSE ${p(2)}::int END,
+      LIMIT claim_room(h.webhook_id, ${p(5)}::uuid, ${p(10)}::uuid[],
+                       CASE WHEN h.webhook_id = ANY (${p(8)}::uuid[]) THEN ${p(9)}::int ELSE ${p(2)}::int END,
                        ${p(6)}::int, ${p(7)}::int)
       FOR UPDATE OF d SKIP LOCKED
     ) x
@@ -216,15 +216,21 @@ function claimResult(rows: ClaimRow[]): ClaimResult {
   };
 }
 
-/** The claim's parameters 1 to 7 and 9 to 10, in the order of claimCtes; `ending` is the 8th. */
-const claimParams = (r: Omit<ClaimRequest, 'ending'>): { first: unknown[]; last: unknown[] } => ({
-  first: [r.take, r.perWebhook, r.leaseToken, r.leaseMs, r.owner, r.inFlightPerWebhook, r.shareAfterMs],
-  last: [r.fast ?? [], r.fastPerWebhook ?? r.perWebhook],
-});
+/** The claim's parameters 1 to 9, in the order of claimCtes; `ending` is the 10th. */
+const claimParams = (r: Omit<ClaimRequest, 'ending'>): unknown[] => [
+  r.take,
+  r.perWebhook,
+  r.leaseToken,
+  r.leaseMs,
+  r.owner,
+  r.inFlightPerWebhook,
+  r.shareAfterMs,
+  r.fast ?? [],
+  r.fastPerWebhook ?? r.perWebhook,
+];
 
 export async function claimDeliveries(q: Queryable, r: ClaimRequest): Promise<ClaimResult> {
-  const { first, last } = claimParams(r);
-  return claimResult(await q.query<ClaimRow>(CLAIM_SQL, [...first, r.ending ?? [], ...last]));
+  return claimResult(await q.query<ClaimRow>(CLAIM_SQL, [...claimParams(r), r.ending ?? []]));
 }
 
 /**
@@ -347,7 +353,7 @@ const RECORD_SQL = `WITH ${recordCtes((n) => `$${n}`)}
  * separate write.
  */
 const RECORD_AND_CLAIM_SQL = `WITH RECURSIVE ${recordCtes((n) => `$${n}`)},
-  ${claimCtes((n) => (n === 8 ? '$1' : n < 8 ? `$${n + 10}` : `$${n + 9}`))}
+  ${claimCtes((n) => (n === 10 ? '$1' : `$${n + 10}`))}
   ${claimSelect(RECORD_COLUMNS)}`;
 
 /** The record's parameters, $1 to $10. */
@@ -382,11 +388,9 @@ export async function recordAndClaim(
   batch: readonly Outcome[],
   r: Omit<ClaimRequest, 'ending'>,
 ): Promise<Written & { claim: ClaimResult }> {
-  const claim = claimParams(r);
   const rows = await q.query<ClaimRow & Written>(RECORD_AND_CLAIM_SQL, [
     ...recordParams(batch),
-    ...claim.first,
-    ...claim.last,
+    ...claimParams(r),
   ]);
   const first = rows.find((row) => row.written !== null);
   return { written: first?.written ?? [], disabled: first?.disabled ?? [], claim: claimResult(rows) };

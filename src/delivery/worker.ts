@@ -11,10 +11,10 @@
 // The worker claims ahead: for each webhook it alone holds, it holds up to four times its bound on
 // attempts in flight (eight times for a receiver that answers fast; twice its own concurrency in
 // all), the rest waiting in a local queue, so an attempt that ends is followed at once by the next
-// one of its webhook instead of after a round trip to the database. A webhook another worker holds is left to it while it keeps up; once its
-// due deliveries wait (receivers slower than its attempts in flight), it is shared within its
-// bound, nothing held ahead. The claim counts both cases, so the bound on a webhook's attempts in
-// flight stays global.
+// one of its webhook instead of after a round trip to the database. A webhook another worker holds
+// is left to it while it keeps up; once its due deliveries wait (receivers slower than its attempts
+// in flight), it is shared within its bound, nothing held ahead. The claim counts both cases, so
+// the bound on a webhook's attempts in flight stays global.
 //
 // It wakes on NOTIFY (an event committed, a delivery queued, within milliseconds), when its
 // attempts end, when the earliest retry falls due, and at the latest every POLL_MS, so a lost
@@ -136,9 +136,11 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   /** The webhooks this worker sends to or holds whose receivers answer fast (FAST_HOLD_PER_WEBHOOK). */
   const fastWebhooks = () => {
     const fast = new Set<string>();
-    for (const webhook of [...held.keys(), ...[...running.values()].map((r) => r.claimed.webhook_id)]) {
+    const judge = (webhook: string) => {
       if ((answeredIn.get(webhook) ?? Number.POSITIVE_INFINITY) < FAST_ANSWER_MS) fast.add(webhook);
-    }
+    };
+    for (const webhook of held.keys()) judge(webhook);
+    for (const { claimed } of running.values()) judge(claimed.webhook_id);
     return [...fast];
   };
   /** Deliveries claimed ahead, by webhook, in the order they are to be attempted. */
