@@ -1,12 +1,13 @@
 // One attempt of a claimed delivery: whether it may be sent at all, the signed request, and the
 // outcome the retry policy gives its answer. No database work: the worker writes what this returns.
+import type { KeyObject } from 'node:crypto';
 import type { WebhookConfig } from '../config.js';
 import type { SecretBox } from '../security/secrets.js';
 import { deliveryBodies } from './body.js';
 import type { DeliveryMetrics } from './metrics.js';
 import { MAX_ATTEMPTS, outcomeOf } from './policy.js';
 import { type AttemptResult, judgedStatus, type Sender } from './send.js';
-import { signatureHeader } from './signing.js';
+import { signatureHeader, signingKey } from './signing.js';
 import type { AttemptContext, Claimed, Recorded } from './store.js';
 
 const USER_AGENT = 'SVC-Webhooks/1';
@@ -33,18 +34,19 @@ function notSendable(ctx: AttemptContext): string | null {
 const REMEMBERED_SECRETS = 1000;
 
 /**
- * SecretBox.open, remembered per webhook for as long as its sealed secret stays the same (a
- * rotation seals a new one, so it is opened afresh): a busy webhook's secret is decrypted once, not
- * at every attempt. It stays in this worker's memory only, as it would for the attempt itself.
+ * SecretBox.open, remembered per webhook as its signing key for as long as its sealed secret stays
+ * the same (a rotation seals a new one, so it is opened afresh): a busy webhook's secret is
+ * decrypted once, not at every attempt. It stays in this worker's memory only, as it would for the
+ * attempt itself.
  */
-function openedSecrets(box: SecretBox): (sealed: Buffer, webhookId: string) => string {
-  const opened = new Map<string, { sealed: Buffer; secret: string }[]>();
+function openedSecrets(box: SecretBox): (sealed: Buffer, webhookId: string) => KeyObject {
+  const opened = new Map<string, { sealed: Buffer; secret: KeyObject }[]>();
   return (sealed, webhookId) => {
     const known = opened.get(webhookId) ?? [];
     // Buffer.compare: the embedded database gives bytea as a plain Uint8Array.
     const hit = known.find((k) => Buffer.compare(k.sealed, sealed) === 0);
     if (hit) return hit.secret;
-    const secret = box.open(sealed, webhookId);
+    const secret = signingKey(box.open(sealed, webhookId));
     // The secret in force and, during a rotation, the previous one: two per webhook at most.
     const kept = [{ sealed, secret }, ...known].slice(0, 2);
     opened.delete(webhookId);

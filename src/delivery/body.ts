@@ -53,18 +53,18 @@ export function deliveryBody(eventId: string, ctx: AttemptContext): string {
 const REMEMBERED_BODIES = 256;
 
 /**
- * deliveryBody, remembered: an event fanned out to several webhooks of one integration is shaped
- * once, not once per webhook. The key holds everything the body depends on beyond the event itself
+ * deliveryBody, remembered as the bytes sent (and signed): an event fanned out to several webhooks
+ * of one integration is shaped and encoded once, not once per webhook. The key holds everything the body depends on beyond the event itself
  * (the receiving organization, the integration's scopes and its external id of the booking, read
  * at each claim), so a change of scopes or link between attempts still shows in the next body.
  */
-export function deliveryBodies(): (eventId: string, ctx: AttemptContext) => string {
-  const bodies = new Map<string, string>();
+export function deliveryBodies(): (eventId: string, ctx: AttemptContext) => Buffer {
+  const bodies = new Map<string, Buffer>();
   return (eventId, ctx) => {
     const key = `${eventId} ${ctx.organization_id} ${ctx.scopes.join(',')} ${ctx.link_external_id ?? ''}`;
     let body = bodies.get(key);
     if (body === undefined) {
-      body = deliveryBody(eventId, ctx);
+      body = Buffer.from(deliveryBody(eventId, ctx), 'utf8');
       if (bodies.size >= REMEMBERED_BODIES) bodies.delete(bodies.keys().next().value as string);
       bodies.set(key, body);
     }

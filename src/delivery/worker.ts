@@ -140,17 +140,14 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       if ((answeredIn.get(webhook) ?? Number.POSITIVE_INFINITY) < FAST_ANSWER_MS) fast.add(webhook);
     };
     for (const webhook of held.keys()) judge(webhook);
-    for (const { claimed } of running.values()) judge(claimed.webhook_id);
+    for (const webhook of sending.keys()) judge(webhook);
     return [...fast];
   };
   /** Deliveries claimed ahead, by webhook, in the order they are to be attempted. */
   const held = new Map<string, { claimed: Claimed; leaseEndsAt: number }[]>();
-  /** Attempts under way to one webhook (at most config.concurrencyPerWebhook). */
-  const sendingTo = (webhook: string) => {
-    let n = 0;
-    for (const r of running.values()) if (r.claimed.webhook_id === webhook) n++;
-    return n;
-  };
+  /** Attempts under way, by webhook (at most config.concurrencyPerWebhook each); kept with `running`. */
+  const sending = new Map<string, number>();
+  const sendingTo = (webhook: string) => sending.get(webhook) ?? 0;
   /** Attempts of one webhook this worker may still start before it is at its bound. */
   const roomAt = (webhook: string) => Math.max(0, config.concurrencyPerWebhook - sendingTo(webhook));
   /**
@@ -212,8 +209,8 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
    * now would only top up queues that are deep already.
    */
   const deep = () => {
-    for (const { claimed } of running.values()) {
-      if ((held.get(claimed.webhook_id)?.length ?? 0) < config.concurrencyPerWebhook) return false;
+    for (const webhook of sending.keys()) {
+      if ((held.get(webhook)?.length ?? 0) < config.concurrencyPerWebhook) return false;
     }
     return running.size > 0;
   };
@@ -300,10 +297,14 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       .catch((error) => report(error, 'webhook attempt failed; the lease will return it to the queue'))
       .finally(() => {
         running.delete(claimed.id);
+        const left = sendingTo(claimed.webhook_id) - 1;
+        if (left > 0) sending.set(claimed.webhook_id, left);
+        else sending.delete(claimed.webhook_id);
         pump(claimed.webhook_id);
         gather();
       });
     running.set(claimed.id, { claimed, done });
+    sending.set(claimed.webhook_id, sendingTo(claimed.webhook_id) + 1);
   }
 
   /**

@@ -17,6 +17,7 @@ import {
 import { FAST_HOLD_PER_WEBHOOK, HOLD, HOLD_PER_WEBHOOK } from '../../src/delivery/worker.js';
 import { type TestService, usingServer } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
+import { expectOk } from '../support/tenants.js';
 import { until } from '../support/wait.js';
 import {
   arrivalsAt,
@@ -25,6 +26,7 @@ import {
   deliveryWorker,
   requestsTo,
   succeededOutcome,
+  WEBHOOK_SCOPES,
   webhookHarness,
   webhookService,
   webhookTenant,
@@ -502,4 +504,106 @@ test('deliveries of one event claimed together all carry its booking (sent once 
   );
   assert.equal(kept?.booking.id, id);
   for (const c of claimed) assert.deepEqual(c.booking, kept?.booking);
+});
+
+/** Every field of a claimed delivery (a field added to Claimed and left out here does not compile). */
+const CLAIMED_FIELDS: Record<keyof Claimed, true> = {
+  id: true,
+  webhook_id: true,
+  event_id: true,
+  attempt: true,
+  replayed_from: true,
+  lease_token: true,
+  webhook_active: true,
+  url: true,
+  secret: true,
+  previous_secret: true,
+  previous_valid: true,
+  integration_active: true,
+  scopes: true,
+  organization_id: true,
+  webhooks_enabled: true,
+  event_type: true,
+  event_created_at: true,
+  resource_type: true,
+  resource_id: true,
+  changes: true,
+  previous_status: true,
+  booking: true,
+  link_external_id: true,
+};
+const fieldsOf = (c: Claimed) =>
+  Object.fromEntries(Object.keys(CLAIMED_FIELDS).map((k) => [k, c[k as keyof Claimed]]));
+
+test('every delivery a claim takes is whole, though what its webhook’s or its event’s deliveries share is sent once', async () => {
+  const { svc, receiver } = await webhookService();
+  // An organization with two integrations (their scopes and external ids differ for the same
+  // event), and another organization, whose turns interleave the claim's rows.
+  const a = await webhookTenant(svc);
+  const narrow = await webhookTenant(svc, {
+    organizationId: a.organization.id,
+    scopes: WEBHOOK_SCOPES.filter((s) => s !== 'customers:read'),
+  });
+  const b = await webhookTenant(svc);
+  const hooks: string[] = [];
+  for (const path of ['/a1', '/a2', '/a3']) hooks.push((await createWebhook(svc, a, receiver.url(path))).id);
+  await createWebhook(svc, narrow, receiver.url('/narrow'));
+  await createWebhook(svc, b, receiver.url('/b'));
+  // One webhook in a rotation (its previous secret still valid), the others not.
+  await expectOk(
+    await svc.call('POST', `/webhooks/${hooks[0]}/rotate-secret`, {
+      key: a.key,
+      body: { overlap_minutes: 60 },
+    }),
+  );
+  const [first, second] = [randomUUID(), randomUUID()];
+  await putBooking(svc, a.organization.id, {}, first);
+  await putBooking(svc, a.organization.id, {}, second);
+  // An update (changes and a previous status), and one integration's own id of the booking.
+  await putBooking(svc, a.organization.id, { distance_km: 80 }, first);
+  await svc.db.query(
+    'INSERT INTO booking_external_ids (integration_id, booking_id, external_id) VALUES ($1, $2, $3)',
+    [a.integration.id, first, 'EXT-1'],
+  );
+  await putBooking(svc, b.organization.id);
+  await putBooking(svc, b.organization.id);
+  const owner = randomUUID();
+  const leaseToken = randomUUID();
+  const request = (take: number) => claimRequest(owner, { take, perWebhook: 10, leaseToken });
+
+  // Claimed together (then rolled back), and one by one: each delivery alone in its claim.
+  const rollback = new Error('rolled back');
+  let together: Claimed[] = [];
+  await assert.rejects(
+    svc.db.tx(async (q) => {
+      together = (await claimDeliveries(q, request(20))).claimed;
+      throw rollback;
+    }),
+    (e) => e === rollback,
+  );
+  const alone = new Map<string, Claimed>();
+  for (;;) {
+    const { claimed } = await claimDeliveries(svc.db, request(1));
+    const [one] = claimed;
+    if (!one) break;
+    assert.equal(claimed.length, 1);
+    alone.set(one.id, one);
+  }
+
+  assert.equal(together.length, 3 * 4 + 2, 'three events to four webhooks, two to one');
+  assert.ok(new Set(together.map((c) => c.webhook_id)).size < together.length, 'webhooks repeat');
+  assert.ok(new Set(together.map((c) => c.event_id)).size < together.length, 'events repeat');
+  assert.deepEqual([...alone.keys()].sort(), together.map((c) => c.id).sort());
+  for (const c of together) {
+    const whole = fieldsOf(c);
+    for (const [k, v] of Object.entries(whole)) assert.notEqual(v, undefined, `${c.id}: ${k}`);
+    assert.deepEqual(whole, fieldsOf(alone.get(c.id) as Claimed), `delivery ${c.id} as claimed alone`);
+  }
+  // The case is the one meant: a previous secret, a previous status, and within one event two
+  // integrations' scopes and external ids.
+  assert.ok(together.some((c) => c.previous_secret !== null && c.previous_valid));
+  assert.ok(together.some((c) => c.previous_status !== null && c.changes.includes('distance_km')));
+  const update = together.filter((c) => c.resource_id === first && c.previous_status !== null);
+  assert.deepEqual(new Set(update.map((c) => c.link_external_id)), new Set(['EXT-1', null]));
+  assert.equal(new Set(update.map((c) => c.scopes.join(','))).size, 2);
 });
