@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { bookingBody, putBooking } from '../support/feed.js';
+import { bookingBody, putBooking, putCustomer, putDriver, putVehicle } from '../support/feed.js';
 import { expectOk } from '../support/tenants.js';
 import {
   arrivalsAt,
@@ -107,6 +107,38 @@ describe('delivery of booking events', () => {
       assert.equal(d.next_retry_at, null);
       assert.ok(d.delivered_at);
     }
+  });
+
+  test('linked customer, driver and vehicle carry their names as the change found them', async () => {
+    const t = await webhookTenant(svc);
+    const org = t.organization.id;
+    const path = `/h/${randomUUID()}`;
+    await createWebhook(svc, t, receiver.url(path));
+    const [customer, driver, vehicle] = [randomUUID(), randomUUID(), randomUUID()];
+    await putCustomer(svc, org, {}, customer);
+    await putDriver(svc, org, {}, driver);
+    await putVehicle(svc, org, {}, vehicle);
+    const id = randomUUID();
+    await putBooking(svc, org, { customer_id: customer, driver_id: driver, vehicle_id: vehicle }, id);
+    // Renamed after the change: the body shows the names the change found.
+    await putDriver(svc, org, { name: 'Otra Persona', nickname: 'Otra' }, driver);
+    await putVehicle(svc, org, { plate: '9999ZZZ', model: 'Otro' }, vehicle);
+    // Unlinked: the same booking with nothing assigned.
+    await putBooking(svc, org, { customer_id: null, driver_id: null, vehicle_id: null }, id);
+    const both = (await arrivals(path, 2)).map((r) => JSON.parse(r.body));
+    const created = both.find((b) => b.type === 'booking.created');
+    const unlinked = both.find((b) => b.type !== 'booking.created');
+    assert.ok(created && unlinked);
+    assert.deepEqual(created.data.customer, { id: customer, name: 'Hotel Mirador' });
+    assert.deepEqual(created.data.assignment.driver, { id: driver, name: 'Lucía Gómez', nickname: 'Lucía' });
+    assert.deepEqual(created.data.assignment.vehicle, {
+      id: vehicle,
+      plate: '1234ABC',
+      model: 'Mercedes-Benz Clase E',
+    });
+    assert.equal(unlinked.data.customer, null);
+    assert.equal(unlinked.data.assignment.driver, null);
+    assert.equal(unlinked.data.assignment.vehicle, null);
   });
 
   test('passenger and pricing follow the integration scopes at the attempt', async () => {
