@@ -98,6 +98,7 @@ describe('configuration', () => {
       SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK: '3',
       SVC_WEBHOOK_IDLE_GAP_MS: '20',
       SVC_WEBHOOK_BACKLOG_ROUND_MS: '15',
+      SVC_WEBHOOK_POLL_MS: '3000',
       SVC_WEBHOOK_WORKER: 'off',
       SVC_DB_POOL_SIZE: '7',
     });
@@ -142,6 +143,7 @@ describe('configuration', () => {
           batchMs: 2,
           idleGapMs: 20,
           backlogRoundMs: 15,
+          pollMs: 3000,
           embeddedWorker: false,
         },
       },
@@ -161,6 +163,8 @@ describe('configuration', () => {
     assert.equal(webhooks.dnsTimeoutMs, 3000);
     assert.equal(webhooks.idleGapMs, 50);
     assert.equal(webhooks.backlogRoundMs, 40);
+    assert.equal(webhooks.pollMs, 1000);
+    assert.throws(() => loadConfig({ SVC_WEBHOOK_POLL_MS: '99' }), /SVC_WEBHOOK_POLL_MS/);
     assert.throws(() => loadConfig({ SVC_WEBHOOK_BACKLOG_ROUND_MS: '1001' }), /SVC_WEBHOOK_BACKLOG_ROUND_MS/);
   });
 

@@ -41,6 +41,11 @@ export interface WebhookConfig {
    * backlog), its rounds (outcomes written, slots claimed again) come at most this often, in ms.
    */
   backlogRoundMs: number;
+  /**
+   * How often at most a worker looks for work that no notification announced (one lost with its
+   * connection, what a writer left behind in the outbox), in ms.
+   */
+  pollMs: number;
   /** Whether `svc serve` runs its embedded delivery worker (off: `svc worker` processes deliver, or nothing does). */
   embeddedWorker: boolean;
 }
@@ -189,6 +194,7 @@ function webhookConfig(env: Env): WebhookConfig {
     batchMs: int(env, 'SVC_WEBHOOK_BATCH_MS', 2, 0, 1000),
     idleGapMs: int(env, 'SVC_WEBHOOK_IDLE_GAP_MS', 50, 0, 60_000),
     backlogRoundMs: int(env, 'SVC_WEBHOOK_BACKLOG_ROUND_MS', 40, 0, 1000),
+    pollMs: int(env, 'SVC_WEBHOOK_POLL_MS', 1000, 100, 60_000),
     embeddedWorker: oneOf(env, 'SVC_WEBHOOK_WORKER', ['on', 'off'], 'on') === 'on',
   };
 }

@@ -17,7 +17,7 @@
 // the bound on a webhook's attempts in flight stays global.
 //
 // It wakes on NOTIFY (an event committed, a delivery queued, within milliseconds), when its
-// attempts end, when the earliest retry falls due, and at the latest every POLL_MS, so a lost
+// attempts end, when the earliest retry falls due, and at the latest every SVC_WEBHOOK_POLL_MS, so a lost
 // notification costs at most that. When nothing it could claim is due (every due delivery waits
 // for a slot of its webhook), it sleeps: it does not ask again until one of those wakes it.
 import { randomUUID } from 'node:crypto';
@@ -44,7 +44,6 @@ import {
   type Written,
 } from './store.js';
 
-export const POLL_MS = 1000;
 const PUBLISH_RETRY_MS = 20;
 /** An outcome write that failed is tried again after this, doubling, up to WRITE_RETRY_MAX_MS. */
 const WRITE_RETRY_MS = 25;
@@ -428,10 +427,10 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     const startedAt = Date.now();
     notified = false;
     deferredUntil = 0;
-    let waitMs = POLL_MS;
+    let waitMs = config.pollMs;
     const publishIn = fruitlessPublishAt + config.idleGapMs - Date.now();
     if (outboxDirty && publishIn > 0) waitMs = publishIn;
-    else if (outboxDirty || Date.now() - lastPublish >= POLL_MS) {
+    else if (outboxDirty || Date.now() - lastPublish >= config.pollMs) {
       outboxDirty = false;
       lastPublish = Date.now();
       // Another publisher at work will have published what it saw; what committed after it is
@@ -506,12 +505,15 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     // A webhook left to a claim running beside this one may have been left by that claim too, when
     // it found there deliveries this round was ending: only then is it worth looking again soon.
     if (claim.skipped && batch.length > 0) waitMs = Math.min(waitMs, SKIPPED_RETRY_MS);
-    return spaced(startedAt, Math.min(waitMs, Math.max(Math.min(claim.nextDueMs ?? POLL_MS, retryIn), 1)));
+    return spaced(
+      startedAt,
+      Math.min(waitMs, Math.max(Math.min(claim.nextDueMs ?? config.pollMs, retryIn), 1)),
+    );
   }
 
   const loop = (async () => {
     while (!stopping) {
-      let waitMs = POLL_MS;
+      let waitMs = config.pollMs;
       try {
         waitMs = await round();
       } catch (error) {
