@@ -9,7 +9,7 @@ import { createPgliteDb, createPostgresDb, type Db } from './db/db.js';
 import { migrate } from './db/migrate.js';
 import { createDeliveryMetrics } from './delivery/metrics.js';
 import { createSender } from './delivery/send.js';
-import { startWorker, type Worker } from './delivery/worker.js';
+import { DEDICATED_WORKERS, startWorker, type Worker } from './delivery/worker.js';
 import { createIdentityCache } from './http/auth.js';
 import { createCursorCodec } from './http/cursor.js';
 import { createMetrics } from './http/metrics.js';
@@ -139,7 +139,11 @@ export async function startDeliveryWorker(
   });
   // The engine's statements on connections of their own, each planned once (Db.withPlansKept). A
   // worker runs one round at a time, beside which it may give back what it held or hand back leases.
-  const engine = deps.db.withPlansKept(ENGINE_CONNECTIONS);
+  // A `svc worker`'s sessions carry its name, so an embedded worker knows one is at work.
+  const engine = deps.db.withPlansKept(
+    ENGINE_CONNECTIONS,
+    options.writersElsewhere ? DEDICATED_WORKERS : undefined,
+  );
   const worker = await startWorker({
     db: deps.db,
     engine,

@@ -31,7 +31,13 @@ export interface Db extends Queryable {
    * their values (the delivery engine's: bench/claim-plan.ts shows both). The embedded database
    * has one connection: it answers with itself, and closing the answer leaves it open.
    */
-  withPlansKept(max: number): Db;
+  withPlansKept(max: number, role?: string): Db;
+  /**
+   * Sessions open on this database (and schema) under `role`, as a pool opened by
+   * withPlansKept(max, role) names its connections: which other processes of this deployment are
+   * at work. The embedded database has no other process: always 0.
+   */
+  sessionsOf(role: string): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -53,7 +59,15 @@ export interface PostgresOptions {
   onIdleError?: (error: Error) => void;
   /** Every statement runs its generic plan (see Db.withPlansKept). */
   plansKept?: boolean;
+  /** What the pool's sessions are called (see Db.sessionsOf). */
+  role?: string;
 }
+
+/**
+ * The application_name of a role's sessions: the schema is part of it, so deployments that share
+ * a database in schemas of their own (the tests') see only their own (63 characters at most).
+ */
+const sessionName = (role: string, schema?: string) => `${role}${schema ? ` ${schema}` : ''}`.slice(0, 63);
 
 /** How long an idle connection of the pool stays open. */
 export const IDLE_TIMEOUT_MS = 300_000;
@@ -62,6 +76,7 @@ export function createPostgresDb(options: PostgresOptions): Db {
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.max ?? 10,
+    ...(options.role ? { application_name: sessionName(options.role, options.schema) } : {}),
     // Without a bound, a stalled database queues every request behind the pool for as long as
     // the stall lasts; with it they fail fast and the service stays answerable.
     connectionTimeoutMillis: options.connectionTimeoutMs ?? 0,
@@ -143,7 +158,17 @@ export function createPostgresDb(options: PostgresOptions): Db {
       await pool.query(sql);
     },
     listen: (channel, onNotify) => listenOnServer(options.url, channel, onNotify, options.schema),
-    withPlansKept: (max) => createPostgresDb({ ...options, max, plansKept: true }),
+    withPlansKept: (max, role) =>
+      createPostgresDb({ ...options, max, plansKept: true, ...(role ? { role } : {}) }),
+    async sessionsOf(role) {
+      const result = await pool.query(
+        statement(
+          'SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1',
+          [sessionName(role, options.schema)],
+        ),
+      );
+      return Number((result.rows[0] as { n: number }).n);
+    },
     async close() {
       await pool.end();
     },
@@ -236,6 +261,7 @@ export async function createPgliteDb(dataDir: string | null, from?: Blob): Promi
       };
     },
     withPlansKept: () => ({ ...db, async close() {} }),
+    sessionsOf: async () => 0,
     async close() {
       await lite.close();
     },

@@ -38,6 +38,7 @@ export async function closedDatabase(): Promise<Db> {
     exec: closed,
     tx: closed,
     listen: closed,
+    sessionsOf: closed,
     withPlansKept: () => db,
     close: async () => {},
   };

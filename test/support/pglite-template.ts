@@ -59,6 +59,7 @@ function asDb(lite: PGlite): Db {
     ...on(lite),
     tx: (fn) => lite.transaction((t) => fn(on(t))),
     listen: () => Promise.reject(new Error('the template database takes no listeners')),
+    sessionsOf: async () => 0,
     withPlansKept: () => {
       throw new Error('the template database runs migrations only');
     },

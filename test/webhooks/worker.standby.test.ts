@@ -1,0 +1,72 @@
+// The embedded worker of `svc serve` stands by while a `svc worker` process is at work on its
+// database: the process that answers the API leaves deliveries to the processes deployed for them,
+// and delivers again once none is left. A `svc worker` is known by its engine's sessions
+// (Db.sessionsOf), so a session opened under that name stands for one here: it never claims, which
+// makes what the embedded worker leaves to it observable.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { DEDICATED_WORKERS } from '../../src/delivery/worker.js';
+import { usingServer } from '../support/context.js';
+import { putBooking } from '../support/feed.js';
+import { until } from '../support/wait.js';
+import {
+  arrivalsAt,
+  claimsMade,
+  createWebhook,
+  deliveryWorker,
+  requestsTo,
+  webhookService,
+  webhookTenant,
+} from '../support/webhooks.js';
+
+test('an embedded worker stands by while a svc worker is at work, and delivers once none is', {
+  skip: usingServer ? false : 'needs PostgreSQL: `svc worker` processes run only on a server',
+}, async () => {
+  const { svc, receiver } = await webhookService();
+  const t = await webhookTenant(svc);
+  await createWebhook(svc, t, receiver.url('/standby'), ['booking.created']);
+  const dedicated = svc.db.withPlansKept(1, DEDICATED_WORKERS);
+  try {
+    await dedicated.query('SELECT 1');
+    assert.equal(await svc.db.sessionsOf(DEDICATED_WORKERS), 1, 'the session is known by its name');
+    await deliveryWorker(svc);
+    for (let i = 0; i < 3; i++) await putBooking(svc, t.organization.id);
+    // It still asks (for a share of a webhook whose holder falls behind), and takes nothing.
+    const claims = await claimsMade(svc);
+    await until(
+      'the embedded worker claimed twice more',
+      async () => (await claimsMade(svc)) >= claims + 2,
+      10_000,
+    );
+    assert.equal(
+      requestsTo(receiver, '/standby').length,
+      0,
+      'nothing was sent while a svc worker is at work',
+    );
+    const [queue] = await svc.db.query<{ pending: number }>(
+      "SELECT count(*) FILTER (WHERE status = 'pending')::int AS pending FROM webhook_deliveries",
+    );
+    assert.equal(queue?.pending, 3, 'the deliveries wait in the queue for the svc worker');
+  } finally {
+    await dedicated.close();
+  }
+  assert.equal(await svc.db.sessionsOf(DEDICATED_WORKERS), 0);
+  // Once no svc worker is at work (seen at its next housekeeping), the embedded worker delivers.
+  const arrived = await arrivalsAt(receiver, '/standby', 3, 15_000);
+  assert.equal(arrived.length, 3);
+});
+
+test('sessions of another schema are not counted: deployments sharing a database keep to their own', {
+  skip: usingServer ? false : 'needs PostgreSQL',
+}, async () => {
+  const a = await webhookService();
+  const b = await webhookService();
+  const inA = a.svc.db.withPlansKept(1, DEDICATED_WORKERS);
+  try {
+    await inA.query('SELECT 1');
+    assert.equal(await a.svc.db.sessionsOf(DEDICATED_WORKERS), 1);
+    assert.equal(await b.svc.db.sessionsOf(DEDICATED_WORKERS), 0);
+  } finally {
+    await inA.close();
+  }
+});
