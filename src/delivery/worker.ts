@@ -431,7 +431,8 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
    * stops is missed for that long at most, and the leases it held return its deliveries.
    */
   let standingBy = false;
-  let lastStandbyClaim = 0;
+  /** When a claim standing by last found nothing to share (none left to a claim beside it). */
+  let standbyFoundNothingAt = 0;
   async function lookForDedicatedWorkers() {
     if (deps.writersElsewhere) return;
     const dedicated = (await db.sessionsOf(DEDICATED_WORKERS)) > 0;
@@ -500,7 +501,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       batch.length > 0
         ? 0
         : standingBy
-          ? lastStandbyClaim + SHARE_AFTER_MS - Date.now()
+          ? standbyFoundNothingAt + SHARE_AFTER_MS - Date.now()
           : fruitlessClaimAt + config.idleGapMs - Date.now();
     if (claimIn > 0) waitMs = Math.min(waitMs, claimIn);
     const ahead = HOLD * config.concurrency - running.size - heldCount() - ended.length;
@@ -512,7 +513,6 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
           : ahead;
     const claimSentAt = Date.now();
     if (free > 0) metrics?.claims.inc();
-    if (standingBy) lastStandbyClaim = claimSentAt;
     // Standing by, no webhook of its own: only shares (claim_room gives `bound` in all of those).
     const request = {
       take: free,
@@ -534,6 +534,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     // gap here kept both workers away from it for the whole gap (with two workers at 200 events/s,
     // a stall of 40 to 60 ms whenever they claimed at the same moment).
     fruitlessClaimAt = claim.claimed.length === 0 && claim.dueLeft && !claim.skipped ? Date.now() : 0;
+    if (standingBy) standbyFoundNothingAt = claim.claimed.length === 0 && !claim.skipped ? Date.now() : 0;
     const leaseEndsAt = claimSentAt + config.leaseMs;
     for (const claimed of claim.claimed) {
       const queue = held.get(claimed.webhook_id);
@@ -548,7 +549,9 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     retryDueAt = Number.POSITIVE_INFINITY;
     // A webhook left to a claim running beside this one may have been left by that claim too, when
     // it found there deliveries this round was ending: only then is it worth looking again soon.
-    if (claim.skipped && batch.length > 0) waitMs = Math.min(waitMs, SKIPPED_RETRY_MS);
+    // Standing by, the webhooks left were most likely being claimed by the worker that holds them
+    // (its claims come at each attempt that ends): looked at again soon, or the share is never had.
+    if (claim.skipped && (batch.length > 0 || standingBy)) waitMs = Math.min(waitMs, SKIPPED_RETRY_MS);
     return spaced(
       startedAt,
       Math.min(waitMs, Math.max(Math.min(claim.nextDueMs ?? config.pollMs, retryIn), 1)),
