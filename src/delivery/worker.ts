@@ -17,9 +17,10 @@
 // the bound on a webhook's attempts in flight stays global.
 //
 // It wakes on NOTIFY (an event committed, a delivery queued, within milliseconds), when its
-// attempts end, when the earliest retry falls due, and at the latest every SVC_WEBHOOK_POLL_MS, so a lost
-// notification costs at most that. When nothing it could claim is due (every due delivery waits
-// for a slot of its webhook), it sleeps: it does not ask again until one of those wakes it.
+// attempts end, when the earliest retry falls due, and at the latest every SVC_WEBHOOK_POLL_MS, so
+// a lost notification costs at most that. When nothing it could claim is due (every due delivery
+// waits for a slot of its webhook), it sleeps: it does not ask again until one of those wakes it.
+// Inside `svc serve`, it stands by while a `svc worker` is at work (lookForDedicatedWorkers).
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebhookConfig } from '../config.js';
@@ -423,11 +424,11 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
    * An embedded worker (in `svc serve`, beside the platform's writers) stands by while a `svc
    * worker` process is at work on its database: it takes no webhook of its own, only a share of a
    * webhook whose holder is not keeping up (its deliveries waited SHARE_AFTER_MS), and after a
-   * claim that found none asks again that long later at the earliest. The process that answers the API then leaves deliveries to the processes
-   * deployed for them: taking webhooks at every commit, `serve` (which hears of its own writes
-   * first) held all of them and the `svc worker` idled (at 200 events/s on 2 cores: `serve` at
-   * 1.2 ms of CPU per delivery, the worker at 0.04, p99 commit to arrival 743 ms against 20 ms for
-   * `serve` alone). Looked at with the housekeeping (every 5 s at most), so a `svc worker` that
+   * claim that found none asks again that long later at the earliest. The process that answers
+   * the API then leaves deliveries to the processes deployed for them: taking webhooks at every
+   * commit, `serve` (which hears of its own writes first) held all of them and the `svc worker`
+   * idled (at 200 events/s on 2 cores: `serve` at 1.2 ms of CPU per delivery, the worker at 0.04,
+   * p99 commit to arrival 743 ms against 20 ms for `serve` alone). Looked at with the housekeeping (every 5 s at most), so a `svc worker` that
    * stops is missed for that long at most, and the leases it held return its deliveries.
    */
   let standingBy = false;
