@@ -5,6 +5,7 @@
 // every JSON file of bench/results and keys the read API's results by that field.
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { median } from './load.js';
 
 export type DbKind = 'postgres' | 'pglite';
 
@@ -230,6 +231,18 @@ export const XACTS_GOAL = 0.5;
 export const shareOf = (x: number | null | undefined, y: number | null | undefined) =>
   x === null || x === undefined || !y ? null : Math.round((x / y) * 1000) / 1000;
 
+/**
+ * The drain of `c` as a share of the reference's, round by round (each configuration runs right
+ * after the reference within a round, so a pair shares the machine's pace of that moment); null
+ * unless both have the same rounds, more than one, each with a drain.
+ */
+export function roundShares(c: ConfigurationResult, reference: ConfigurationResult | null): number[] | null {
+  const [mine, ref] = [c.rounds ?? [], reference?.rounds ?? []];
+  if (mine.length < 2 || mine.length !== ref.length) return null;
+  const shares = mine.map((r, i) => shareOf(r.drain, ref[i]?.drain));
+  return shares.every((x): x is number => x !== null) ? shares : null;
+}
+
 /** The worse of a configuration's transactions per delivery over the burst and the drain. */
 export function worstXacts(c: ConfigurationResult): number | null {
   const values = [c.burst.xactsPerDelivery, c.drain?.xactsPerDelivery].filter(
@@ -249,14 +262,22 @@ export function evaluateTargets(
   for (const name of ['embedded', 'workers-1']) {
     const c = byName(name);
     if (!c) continue;
-    const share = shareOf(c.drain?.deliveriesPerSecond, refDrain);
+    const ofMedians = shareOf(c.drain?.deliveriesPerSecond, refDrain);
+    const figures = `${int(c.drain?.deliveriesPerSecond ?? 0)} of ${int(refDrain ?? 0)}/s`;
+    // With rounds, the share is taken within each round and the median of those shares decides:
+    // the machine's pace moves between rounds, and the medians of each side may come from rounds
+    // of different paces.
+    const shares = reference ? roundShares(c, reference) : null;
+    const share = shares ? median(shares) : ofMedians;
     targets.push({
       name: `${c.label}: drain deliveries/s`,
       goal: `>= ${pct(DRAIN_GOAL)} of the reference`,
       value:
         share === null
           ? `${int(c.drain?.deliveriesPerSecond ?? 0)}/s, no reference`
-          : `${pct(share)} (${int(c.drain?.deliveriesPerSecond ?? 0)} of ${int(refDrain ?? 0)}/s)`,
+          : shares
+            ? `${pct(share)}, the median of the rounds' shares (${shares.map(pct).join(' / ')}); the medians' ratio ${pct(ofMedians ?? 0)} (${figures})`
+            : `${pct(share)} (${figures})`,
       met: share === null ? null : c.drain?.complete ? share >= DRAIN_GOAL : false,
     });
   }

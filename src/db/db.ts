@@ -28,7 +28,11 @@ export interface Db extends Queryable {
    * plans a prepared statement again at every run whenever its generic plan looks dearer than the
    * plans made for the values given, which for a statement of many parts costs more than running
    * it. For statements that run many times a second and are written so that one plan serves all
-   * their values (the delivery engine's: bench/claim-plan.ts shows both). The embedded database
+   * their values (the delivery engine's: bench/claim-plan.ts shows both). A plan kept is made
+   * once, perhaps on an empty queue (a new deployment, a database just restored), where reading the
+   * whole table looks cheapest, and would then be kept while the queue grows: on these connections
+   * the planner reads a table whole only where no index serves (enable_seqscan off), so every
+   * plan reads by key however small the tables were when it was made. The embedded database
    * has one connection: it answers with itself, and closing the answer leaves it open.
    */
   withPlansKept(max: number, role?: string): Db;
@@ -88,7 +92,7 @@ export function createPostgresDb(options: PostgresOptions): Db {
       [
         options.schema ? `-c search_path=${options.schema}` : '',
         options.statementTimeoutMs ? `-c statement_timeout=${options.statementTimeoutMs}` : '',
-        options.plansKept ? '-c plan_cache_mode=force_generic_plan' : '',
+        options.plansKept ? '-c plan_cache_mode=force_generic_plan -c enable_seqscan=off' : '',
       ]
         .filter(Boolean)
         .join(' ') || undefined,
@@ -210,12 +214,13 @@ async function listenOnServer(
       await c.connect();
       await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
       client = c;
-      // Whatever was notified while no one listened is found by the caller's next poll; a wake-up
-      // now makes that poll immediate.
-      onNotify();
     } catch {
       retry();
+      return;
     }
+    // Whatever was notified while no one listened is found by the caller's next poll; a wake-up
+    // now makes that poll immediate. (Outside the try: the caller's failure is not the connection's.)
+    onNotify();
   };
   await connect();
   return async () => {

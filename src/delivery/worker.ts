@@ -81,6 +81,16 @@ const REMEMBERED_ANSWERS = 1000;
  * then get every worker's.
  */
 const SHARE_AFTER_MS = 500;
+/**
+ * An idle worker (nothing to claim, nothing due later, nothing in hand) polls less and less often,
+ * each poll twice as long after the last, up to this many times SVC_WEBHOOK_POLL_MS (and never
+ * past its next housekeeping): a notification, or anything found, brings it back to the poll set.
+ * Work is announced by notifications, and a connection that listens again after it was lost wakes
+ * its worker; the poll only covers what nothing announces: events a writer that died left in the
+ * outbox, leases ended by the housekeeping. Two idle `svc workers` made about two statements a
+ * second each, as many as the deliveries of a quiet platform.
+ */
+const IDLE_POLL_FACTOR = 5;
 
 /**
  * What `svc worker` processes call the sessions of their engine's pool (Db.sessionsOf): how an
@@ -190,12 +200,15 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   let pending = false;
   /** A notification (work committed) arrived since the last round: it is never deferred. */
   let notified = false;
+  /** Rounds in a row that found the worker idle (IDLE_POLL_FACTOR). */
+  let idleRounds = 0;
   const wake = () => {
     pending = true;
     signal?.();
   };
   const wakeForWork = () => {
     notified = true;
+    idleRounds = 0;
     wake();
   };
   const sleep = (ms: number) =>
@@ -428,10 +441,13 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
    * the API then leaves deliveries to the processes deployed for them: taking webhooks at every
    * commit, `serve` (which hears of its own writes first) held all of them and the `svc worker`
    * idled (at 200 events/s on 2 cores: `serve` at 1.2 ms of CPU per delivery, the worker at 0.04,
-   * p99 commit to arrival 743 ms against 20 ms for `serve` alone). Looked at with the housekeeping (every 5 s at most), so a `svc worker` that
-   * stops is missed for that long at most, and the leases it held return its deliveries.
+   * p99 commit to arrival 743 ms against 20 ms for `serve` alone). Looked at with the
+   * housekeeping (every 5 s at most), so a `svc worker` that stops is missed for that long at most
+   * (the leases it held return its deliveries), and at most every
+   * SVC_WEBHOOK_POLL_MS besides, so one that starts is known before it has shared much of the work.
    */
   let standingBy = false;
+  let lastLookAt = 0;
   /** When a claim standing by last found nothing to share (none left to a claim beside it). */
   let standbyFoundNothingAt = 0;
   async function lookForDedicatedWorkers() {
@@ -455,12 +471,25 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
    */
   let fruitlessClaimAt = 0;
   let fruitlessPublishAt = 0;
+  /** How long a round waits when nothing sooner calls for it. */
+  const pollWait = () =>
+    idleRounds === 0
+      ? config.pollMs
+      : Math.max(
+          config.pollMs,
+          Math.min(
+            config.pollMs * 2 ** idleRounds,
+            IDLE_POLL_FACTOR * config.pollMs,
+            lastHousekeeping + housekeepingEveryMs - Date.now(),
+          ),
+        );
 
   async function round(): Promise<number> {
     const startedAt = Date.now();
     notified = false;
     deferredUntil = 0;
-    let waitMs = config.pollMs;
+    const pollMs = pollWait();
+    let waitMs = pollMs;
     const publishIn = fruitlessPublishAt + config.idleGapMs - Date.now();
     if (outboxDirty && publishIn > 0) waitMs = publishIn;
     else if (outboxDirty || Date.now() - lastPublish >= config.pollMs) {
@@ -473,19 +502,26 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
         ...(deps.writersElsewhere ? { olderThanMs: LEFT_BEHIND_MS } : {}),
       });
       fruitlessPublishAt = published.events === 0 ? Date.now() : 0;
+      if (published.events > 0) idleRounds = 0;
       if (published.busy) {
         outboxDirty = true;
         waitMs = PUBLISH_RETRY_MS;
       }
     }
-    if (Date.now() - lastHousekeeping >= housekeepingEveryMs) {
-      lastHousekeeping = Date.now();
+    const housekeeping = Date.now() - lastHousekeeping >= housekeepingEveryMs;
+    // A `svc worker` started beside it is looked for at most every SVC_WEBHOOK_POLL_MS (an idle
+    // worker's rounds come that far apart at least), so the two do not split a backlog for long.
+    if (housekeeping || Date.now() - lastLookAt >= config.pollMs) {
+      lastLookAt = Date.now();
       await lookForDedicatedWorkers().catch((error) =>
         report(
           error,
           'could not tell whether a svc worker is at work; the embedded worker carries on as it was',
         ),
       );
+    }
+    if (housekeeping) {
+      lastHousekeeping = Date.now();
       await releaseExpiredLeases(engine);
       await dropFinishedPayloads(engine);
     }
@@ -528,7 +564,10 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     };
     const [claim] = await Promise.all([exchange(batch, request), giveBack(unsent.splice(0))]);
     if (ended.length > 0) waitMs = Math.min(waitMs, Math.max(writeRetryAt - Date.now(), 1));
-    if (!claim) return waitMs;
+    if (!claim) {
+      if (batch.length > 0) idleRounds = 0;
+      return waitMs;
+    }
     // Nothing taken while deliveries were due: they wait for slots (another worker's webhooks, or
     // this worker's bounds), and the next event committed will not change that. Unless a webhook
     // was left to a claim running beside this one: that claim may have left it too (below), and a
@@ -548,15 +587,24 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     if (claim.claimed.length === free) return spaced(startedAt, 0);
     const retryIn = retryDueAt - Date.now();
     retryDueAt = Number.POSITIVE_INFINITY;
+    const idle =
+      claim.claimed.length === 0 &&
+      !claim.dueLeft &&
+      claim.nextDueMs === null &&
+      !claim.skipped &&
+      running.size === 0 &&
+      held.size === 0 &&
+      ended.length === 0 &&
+      unsent.length === 0 &&
+      retryIn === Number.POSITIVE_INFINITY &&
+      !outboxDirty;
+    idleRounds = idle ? idleRounds + 1 : 0;
     // A webhook left to a claim running beside this one may have been left by that claim too, when
     // it found there deliveries this round was ending: only then is it worth looking again soon.
     // Standing by, the webhooks left were most likely being claimed by the worker that holds them
     // (its claims come at each attempt that ends): looked at again soon, or the share is never had.
     if (claim.skipped && (batch.length > 0 || standingBy)) waitMs = Math.min(waitMs, SKIPPED_RETRY_MS);
-    return spaced(
-      startedAt,
-      Math.min(waitMs, Math.max(Math.min(claim.nextDueMs ?? config.pollMs, retryIn), 1)),
-    );
+    return spaced(startedAt, Math.min(waitMs, Math.max(Math.min(claim.nextDueMs ?? pollMs, retryIn), 1)));
   }
 
   const loop = (async () => {

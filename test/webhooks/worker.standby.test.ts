@@ -5,6 +5,7 @@
 // makes what the embedded worker leaves to it observable.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DEDICATED_WORKERS } from '../../src/delivery/worker.js';
 import { usingServer } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
@@ -68,5 +69,41 @@ test('sessions of another schema are not counted: deployments sharing a database
     assert.equal(await b.svc.db.sessionsOf(DEDICATED_WORKERS), 0);
   } finally {
     await inA.close();
+  }
+});
+
+test('a svc worker that starts beside a delivering embedded worker is known within SVC_WEBHOOK_POLL_MS', {
+  skip: usingServer ? false : 'needs PostgreSQL',
+}, async () => {
+  // The housekeeping comes every 5 s here (a lease of 60 s): the embedded worker learns sooner,
+  // from its look every SVC_WEBHOOK_POLL_MS.
+  const { svc, receiver } = await webhookService({
+    SVC_WEBHOOK_POLL_MS: '100',
+    SVC_WEBHOOK_LEASE_SECONDS: '60',
+  });
+  const t = await webhookTenant(svc);
+  await createWebhook(svc, t, receiver.url('/arrives'), ['booking.created']);
+  await deliveryWorker(svc);
+  // Its first round has looked, found no svc worker, and delivers.
+  await putBooking(svc, t.organization.id);
+  await arrivalsAt(receiver, '/arrives', 1, 5000);
+  const dedicated = svc.db.withPlansKept(1, DEDICATED_WORKERS);
+  try {
+    await dedicated.query('SELECT 1');
+    await sleep(150); // past SVC_WEBHOOK_POLL_MS since its last look
+    const claims = await claimsMade(svc);
+    for (let i = 0; i < 3; i++) await putBooking(svc, t.organization.id);
+    await until(
+      'the embedded worker claimed twice more',
+      async () => (await claimsMade(svc)) >= claims + 2,
+      10_000,
+    );
+    assert.equal(
+      requestsTo(receiver, '/arrives').length,
+      1,
+      'the events written once a svc worker was at work were left to it',
+    );
+  } finally {
+    await dedicated.close();
   }
 });

@@ -1,0 +1,117 @@
+// The engine's plans are made once and kept, perhaps while its tables are empty (a new deployment):
+// they must still read the queue and the outbox by key once those are deep. A plan made on an
+// empty queue that reads the table whole would be kept while the queue grows (at 200 events a
+// second the claim's update read every delivery ever written, at every claim).
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { test } from 'node:test';
+import { claimDeliveries } from '../../src/delivery/store.js';
+import { openTestDb, usingServer } from '../support/context.js';
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  Plans?: PlanNode[];
+}
+
+/** The tables a plan reads whole. */
+function readWhole(node: PlanNode, found: string[] = []): string[] {
+  if (node['Node Type'] === 'Seq Scan' && node['Relation Name']) found.push(node['Relation Name']);
+  for (const child of node.Plans ?? []) readWhole(child, found);
+  return found;
+}
+
+/** A SQL literal for EXECUTE: the prepared statement's parameter types take it from there. */
+const literal = (value: unknown) => (value === null ? 'NULL' : `'${String(value).replaceAll("'", "''")}'`);
+
+test("the claim's kept plan, made on an empty queue, reads the queue by key", {
+  skip: usingServer ? false : 'needs PostgreSQL: the embedded database plans every run',
+}, async () => {
+  const { db, drop } = await openTestDb();
+  const engine = db.withPlansKept(1);
+  try {
+    // Known to be empty (as autovacuum finds the tables of a new deployment): the planner then
+    // prices reading them whole below any index.
+    await db.exec('ANALYZE webhook_deliveries, events, webhooks, integrations, organizations');
+    const claim = await claimDeliveries(engine, {
+      take: 16,
+      perWebhook: 16,
+      fast: [],
+      fastPerWebhook: 32,
+      inFlightPerWebhook: 4,
+      shareAfterMs: 500,
+      leaseToken: randomUUID(),
+      leaseMs: 30_000,
+      owner: randomUUID(),
+    });
+    assert.equal(claim.claimed.length, 0, 'the queue is empty when the plan is made');
+    // The engine's one connection holds the statement prepared and its plan kept: EXPLAIN EXECUTE
+    // shows that plan.
+    const [prepared] = await engine.query<{ name: string; n: number }>(
+      `SELECT name, cardinality(parameter_types) AS n FROM pg_prepared_statements
+       WHERE statement LIKE 'WITH RECURSIVE%FOR UPDATE OF d SKIP LOCKED%'`,
+    );
+    assert.ok(prepared, 'the claim is prepared on the engine connection');
+    const params = [16, 16, randomUUID(), 30_000, randomUUID(), 4, 500, '{}', 32, '{}'];
+    assert.equal(prepared.n, params.length);
+    const [row] = await engine.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+      `EXPLAIN (FORMAT JSON) EXECUTE "${prepared.name}"(${params.map(literal).join(', ')})`,
+    );
+    const plan = (row as { 'QUERY PLAN': [{ Plan: PlanNode }] })['QUERY PLAN'][0].Plan;
+    assert.deepEqual(
+      readWhole(plan).filter((table) => table === 'webhook_deliveries' || table === 'events'),
+      [],
+      'no part of the claim reads the queue or the event log whole',
+    );
+  } finally {
+    await engine.close();
+    await drop();
+  }
+});
+
+test('the publisher reads the outbox by key, also when its plans were made on an empty outbox', {
+  skip: usingServer ? false : 'needs PostgreSQL: statistics of table reads',
+}, async () => {
+  const { db, drop } = await openTestDb();
+  try {
+    const seqScans = await db.tx(async (q) => {
+      // The counts of this session not yet reported (the migrations' among them) are read first.
+      const tableReads = async () =>
+        new Map(
+          (
+            await q.query<{ relname: string; seq_scan: number }>(
+              `SELECT relname, seq_scan::int FROM pg_stat_xact_user_tables
+               WHERE relname IN ('event_outbox', 'events') AND schemaname = current_schema()`,
+            )
+          ).map((t) => [t.relname, t.seq_scan]),
+        );
+      const before = await tableReads();
+      const [org] = await q.query<{ id: string }>(
+        "INSERT INTO organizations (code, name, outbox_enabled) VALUES ('4711', 'Plans', true) RETURNING id",
+      );
+      // One connection, one transaction: PL/pgSQL plans the function's statements on its first
+      // calls (on an empty outbox) and keeps a plan after five; every publish after that finds rows.
+      for (let i = 0; i < 8; i++) await q.query('SELECT * FROM publish_outbox(500, true)');
+      for (let i = 0; i < 4; i++) {
+        await q.query(
+          "INSERT INTO event_outbox (organization_id, type, resource_id) VALUES ($1, 'booking.created', $2)",
+          [org?.id, randomUUID()],
+        );
+        const [published] = await q.query<{ events: number }>('SELECT * FROM publish_outbox(500, true)');
+        assert.equal(published?.events, 1);
+      }
+      const after = await tableReads();
+      return ['event_outbox', 'events'].map((t) => [t, (after.get(t) ?? 0) - (before.get(t) ?? 0)]);
+    });
+    assert.deepEqual(
+      seqScans,
+      [
+        ['event_outbox', 0],
+        ['events', 0],
+      ],
+      'the outbox and the event log are read by key',
+    );
+  } finally {
+    await drop();
+  }
+});
