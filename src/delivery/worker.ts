@@ -20,7 +20,7 @@
 // attempts end, when the earliest retry falls due, and at the latest every SVC_WEBHOOK_POLL_MS, so
 // a lost notification costs at most that. When nothing it could claim is due (every due delivery
 // waits for a slot of its webhook), it sleeps: it does not ask again until one of those wakes it.
-// Inside `svc serve`, it stands by while a `svc worker` is at work (lookForDedicatedWorkers).
+// Inside `svc serve`, it stands by while a `svc worker` is at work (standby.ts).
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebhookConfig } from '../config.js';
@@ -30,6 +30,7 @@ import { attempter } from './attempt.js';
 import type { DeliveryMetrics } from './metrics.js';
 import { publishEvents, publishingForWriters } from './publish.js';
 import type { Sender } from './send.js';
+import { standby } from './standby.js';
 import {
   type Claimed,
   type ClaimRequest,
@@ -91,12 +92,6 @@ const SHARE_AFTER_MS = 500;
  * second each, as many as the deliveries of a quiet platform.
  */
 const IDLE_POLL_FACTOR = 5;
-
-/**
- * What `svc worker` processes call the sessions of their engine's pool (Db.sessionsOf): how an
- * embedded worker knows one is at work on its database.
- */
-export const DEDICATED_WORKERS = 'svc worker';
 
 /**
  * A worker whose writers are elsewhere publishes an event only once it has waited this long in the
@@ -433,34 +428,10 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   const housekeepingEveryMs = Math.min(config.leaseMs / 2, 5000);
   let lastHousekeeping = 0;
 
-  /**
-   * An embedded worker (in `svc serve`, beside the platform's writers) stands by while a `svc
-   * worker` process is at work on its database: it takes no webhook of its own, only a share of a
-   * webhook whose holder is not keeping up (its deliveries waited SHARE_AFTER_MS), and after a
-   * claim that found none asks again that long later at the earliest. The process that answers
-   * the API then leaves deliveries to the processes deployed for them: taking webhooks at every
-   * commit, `serve` (which hears of its own writes first) held all of them and the `svc worker`
-   * idled (at 200 events/s on 2 cores: `serve` at 1.2 ms of CPU per delivery, the worker at 0.04,
-   * p99 commit to arrival 743 ms against 20 ms for `serve` alone). Looked at with the
-   * housekeeping (every 5 s at most), so a `svc worker` that stops is missed for that long at most
-   * (the leases it held return its deliveries), and at most every
-   * SVC_WEBHOOK_POLL_MS besides, so one that starts is known before it has shared much of the work.
-   */
-  let standingBy = false;
-  let lastLookAt = 0;
+  /** Inside `svc serve` (its writers beside it), whether a `svc worker` is at work (standby.ts). */
+  const watch = deps.writersElsewhere ? null : standby(db, logger, config.pollMs);
   /** When a claim standing by last found nothing to share (none left to a claim beside it). */
   let standbyFoundNothingAt = 0;
-  async function lookForDedicatedWorkers() {
-    if (deps.writersElsewhere) return;
-    const dedicated = (await db.sessionsOf(DEDICATED_WORKERS)) > 0;
-    if (dedicated === standingBy) return;
-    standingBy = dedicated;
-    logger.info(
-      dedicated
-        ? 'a svc worker delivers on this database: the embedded worker stands by'
-        : 'no svc worker delivers on this database: the embedded worker delivers',
-    );
-  }
   let lastPublish = 0;
 
   /**
@@ -509,17 +480,15 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       }
     }
     const housekeeping = Date.now() - lastHousekeeping >= housekeepingEveryMs;
-    // A `svc worker` started beside it is looked for at most every SVC_WEBHOOK_POLL_MS (an idle
-    // worker's rounds come that far apart at least), so the two do not split a backlog for long.
-    if (housekeeping || Date.now() - lastLookAt >= config.pollMs) {
-      lastLookAt = Date.now();
-      await lookForDedicatedWorkers().catch((error) =>
+    await watch
+      ?.look(housekeeping)
+      .catch((error) =>
         report(
           error,
           'could not tell whether a svc worker is at work; the embedded worker carries on as it was',
         ),
       );
-    }
+    const standingBy = watch?.standingBy ?? false;
     if (housekeeping) {
       lastHousekeeping = Date.now();
       await releaseExpiredLeases(engine);

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DEDICATED_WORKERS } from '../../src/delivery/worker.js';
+import { DEDICATED_WORKERS } from '../../src/delivery/standby.js';
 import { usingServer } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
 import { until } from '../support/wait.js';
