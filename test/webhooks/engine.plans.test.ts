@@ -115,3 +115,73 @@ test('the publisher reads the outbox by key, also when its plans were made on an
     await drop();
   }
 });
+
+test("the claim's share check reads the webhook's own queue, not every webhook's due times", {
+  skip: usingServer ? false : 'needs PostgreSQL: statistics of index reads',
+}, async () => {
+  const { db, drop } = await openTestDb();
+  // A connection of the engine's, where claims run.
+  const engine = db.withPlansKept(1);
+  try {
+    await db.exec('ANALYZE webhook_deliveries, events, webhooks, integrations, organizations');
+    const reads = await engine.tx(async (q) => {
+      const indexReads = async () =>
+        new Map(
+          (
+            await q.query<{ indexrelname: string; idx_scan: number }>(
+              `SELECT relname AS indexrelname, pg_stat_get_xact_numscans(oid)::int AS idx_scan FROM pg_class
+               WHERE relname IN ('webhook_deliveries_due', 'webhook_deliveries_queue')
+                 AND relnamespace = current_schema()::regnamespace`,
+            )
+          ).map((i) => [i.indexrelname, i.idx_scan]),
+        );
+      const [hook] = await q.query<{ id: string }>(
+        `WITH o AS (INSERT INTO organizations (code, name) VALUES ('4712', 'Share') RETURNING id),
+              i AS (INSERT INTO integrations (organization_id, name, kind, scopes)
+                    SELECT id, 'Share', 'custom', '{bookings:read}' FROM o RETURNING id, organization_id)
+         INSERT INTO webhooks (integration_id, organization_id, url, events, secret)
+         SELECT id, organization_id, 'https://receiver.example/share', '{*}', '\\x00' FROM i RETURNING id`,
+      );
+      // Another worker holds one delivery of the webhook; another waits, due an hour ago.
+      await q.query(
+        `WITH e AS (
+           INSERT INTO events (organization_id, type, resource_id)
+           SELECT w.organization_id, 'booking.created', gen_random_uuid() FROM webhooks w, generate_series(1, 2)
+           WHERE w.id = $1 RETURNING id)
+         INSERT INTO webhook_deliveries (webhook_id, event_id, event_type, status, lease_owner, next_retry_at)
+         SELECT $1, e.id, 'booking.created',
+                CASE WHEN row_number() OVER () = 1 THEN 'delivering' ELSE 'pending' END,
+                CASE WHEN row_number() OVER () = 1 THEN gen_random_uuid() END,
+                now() - interval '1 hour'
+         FROM e`,
+        [hook?.id],
+      );
+      const before = await indexReads();
+      // PL/pgSQL keeps a plan after the fifth call; each asks for a share of a webhook whose holder
+      // falls behind.
+      for (let i = 0; i < 8; i++) {
+        const [room] = await q.query<{ n: number }>(
+          'SELECT claim_room($1, gen_random_uuid(), $2::uuid[], 16, 4, 500) AS n',
+          [hook?.id, '{}'],
+        );
+        assert.equal(room?.n, 3, 'the bound less the delivery held elsewhere');
+      }
+      const after = await indexReads();
+      return ['webhook_deliveries_due', 'webhook_deliveries_queue'].map((i) => [
+        i,
+        (after.get(i) ?? 0) - (before.get(i) ?? 0),
+      ]);
+    });
+    assert.deepEqual(
+      reads,
+      [
+        ['webhook_deliveries_due', 0],
+        ['webhook_deliveries_queue', 8],
+      ],
+      'one step down the webhook queue per claim',
+    );
+  } finally {
+    await engine.close();
+    await drop();
+  }
+});
