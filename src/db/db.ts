@@ -219,8 +219,11 @@ async function listenOnServer(
       return;
     }
     // Whatever was notified while no one listened is found by the caller's next poll; a wake-up
-    // now makes that poll immediate. (Outside the try: the caller's failure is not the connection's.)
-    onNotify();
+    // now makes that poll immediate. A wake-up that throws is the caller's failure, not the
+    // connection's: the connection stays, and a reconnection (from a timer) does not reject.
+    try {
+      onNotify();
+    } catch {}
   };
   await connect();
   return async () => {
