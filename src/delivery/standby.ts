@@ -24,8 +24,8 @@ export const DEDICATED_WORKERS = 'svc worker';
 export interface Standby {
   /** A `svc worker` was at work at the last look. */
   readonly standingBy: boolean;
-  /** Looks again when `everyMs` has passed since the last look, or at once with `now`. */
-  look(now: boolean): Promise<void>;
+  /** Looks again when `everyMs` has passed since the last look, or at once with `atOnce`. */
+  look(atOnce: boolean): Promise<void>;
 }
 
 export function standby(db: Db, logger: FastifyBaseLogger, everyMs: number): Standby {
@@ -35,8 +35,8 @@ export function standby(db: Db, logger: FastifyBaseLogger, everyMs: number): Sta
     get standingBy() {
       return standingBy;
     },
-    async look(now) {
-      if (!now && Date.now() - lastLookAt < everyMs) return;
+    async look(atOnce) {
+      if (!atOnce && Date.now() - lastLookAt < everyMs) return;
       lastLookAt = Date.now();
       const dedicated = (await db.sessionsOf(DEDICATED_WORKERS)) > 0;
       if (dedicated === standingBy) return;

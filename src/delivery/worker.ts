@@ -18,8 +18,9 @@
 //
 // It wakes on NOTIFY (an event committed, a delivery queued, within milliseconds), when its
 // attempts end, when the earliest retry falls due, and at the latest every SVC_WEBHOOK_POLL_MS (up
-// to five times that while it is idle: IDLE_POLL_FACTOR), so a lost notification costs at most that. When nothing it could claim is due (every due delivery
-// waits for a slot of its webhook), it sleeps: it does not ask again until one of those wakes it.
+// to five times that while it is idle: IDLE_POLL_FACTOR), so a lost notification costs at most
+// that. When nothing it could claim is due (every due delivery waits for a slot of its webhook), it
+// sleeps: it does not ask again until one of those wakes it.
 // Inside `svc serve`, it stands by while a `svc worker` is at work (standby.ts).
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';

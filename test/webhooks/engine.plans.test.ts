@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
+import type { Queryable } from '../../src/db/db.js';
 import { claimDeliveries } from '../../src/delivery/store.js';
 import { openTestDb, usingServer } from '../support/context.js';
 
@@ -19,6 +20,28 @@ function readWhole(node: PlanNode, found: string[] = []): string[] {
   if (node['Node Type'] === 'Seq Scan' && node['Relation Name']) found.push(node['Relation Name']);
   for (const child of node.Plans ?? []) readWhole(child, found);
   return found;
+}
+
+/**
+ * What `work` adds, on this session, to the scans of each named table (read whole) or index (read)
+ * of the schema: pg_stat_get_xact_numscans counts what the session has not reported yet, the
+ * migrations' among it, so the counts are read before and after.
+ */
+async function scansDuring(q: Queryable, names: string[], work: () => Promise<void>) {
+  const scans = async () =>
+    new Map(
+      (
+        await q.query<{ relname: string; n: number }>(
+          `SELECT relname, pg_stat_get_xact_numscans(oid)::int AS n FROM pg_class
+           WHERE relname = ANY ($1) AND relnamespace = current_schema()::regnamespace`,
+          [names],
+        )
+      ).map((r) => [r.relname, r.n]),
+    );
+  const before = await scans();
+  await work();
+  const after = await scans();
+  return names.map((name) => [name, (after.get(name) ?? 0) - (before.get(name) ?? 0)]);
 }
 
 /** A SQL literal for EXECUTE: the prepared statement's parameter types take it from there. */
@@ -74,35 +97,24 @@ test('the publisher reads the outbox by key, also when its plans were made on an
 }, async () => {
   const { db, drop } = await openTestDb();
   try {
-    const seqScans = await db.tx(async (q) => {
-      // The counts of this session not yet reported (the migrations' among them) are read first.
-      const tableReads = async () =>
-        new Map(
-          (
-            await q.query<{ relname: string; seq_scan: number }>(
-              `SELECT relname, seq_scan::int FROM pg_stat_xact_user_tables
-               WHERE relname IN ('event_outbox', 'events') AND schemaname = current_schema()`,
-            )
-          ).map((t) => [t.relname, t.seq_scan]),
+    const seqScans = await db.tx((q) =>
+      scansDuring(q, ['event_outbox', 'events'], async () => {
+        const [org] = await q.query<{ id: string }>(
+          "INSERT INTO organizations (code, name, outbox_enabled) VALUES ('4711', 'Plans', true) RETURNING id",
         );
-      const before = await tableReads();
-      const [org] = await q.query<{ id: string }>(
-        "INSERT INTO organizations (code, name, outbox_enabled) VALUES ('4711', 'Plans', true) RETURNING id",
-      );
-      // One connection, one transaction: PL/pgSQL plans the function's statements on its first
-      // calls (on an empty outbox) and keeps a plan after five; every publish after that finds rows.
-      for (let i = 0; i < 8; i++) await q.query('SELECT * FROM publish_outbox(500, true)');
-      for (let i = 0; i < 4; i++) {
-        await q.query(
-          "INSERT INTO event_outbox (organization_id, type, resource_id) VALUES ($1, 'booking.created', $2)",
-          [org?.id, randomUUID()],
-        );
-        const [published] = await q.query<{ events: number }>('SELECT * FROM publish_outbox(500, true)');
-        assert.equal(published?.events, 1);
-      }
-      const after = await tableReads();
-      return ['event_outbox', 'events'].map((t) => [t, (after.get(t) ?? 0) - (before.get(t) ?? 0)]);
-    });
+        // One connection, one transaction: PL/pgSQL plans the function's statements on its first
+        // calls (on an empty outbox) and keeps a plan after five; every publish after that finds rows.
+        for (let i = 0; i < 8; i++) await q.query('SELECT * FROM publish_outbox(500, true)');
+        for (let i = 0; i < 4; i++) {
+          await q.query(
+            "INSERT INTO event_outbox (organization_id, type, resource_id) VALUES ($1, 'booking.created', $2)",
+            [org?.id, randomUUID()],
+          );
+          const [published] = await q.query<{ events: number }>('SELECT * FROM publish_outbox(500, true)');
+          assert.equal(published?.events, 1);
+        }
+      }),
+    );
     assert.deepEqual(
       seqScans,
       [
@@ -125,16 +137,6 @@ test("the claim's share check reads the webhook's own queue, not every webhook's
   try {
     await db.exec('ANALYZE webhook_deliveries, events, webhooks, integrations, organizations');
     const reads = await engine.tx(async (q) => {
-      const indexReads = async () =>
-        new Map(
-          (
-            await q.query<{ indexrelname: string; idx_scan: number }>(
-              `SELECT relname AS indexrelname, pg_stat_get_xact_numscans(oid)::int AS idx_scan FROM pg_class
-               WHERE relname IN ('webhook_deliveries_due', 'webhook_deliveries_queue')
-                 AND relnamespace = current_schema()::regnamespace`,
-            )
-          ).map((i) => [i.indexrelname, i.idx_scan]),
-        );
       const [hook] = await q.query<{ id: string }>(
         `WITH o AS (INSERT INTO organizations (code, name) VALUES ('4712', 'Share') RETURNING id),
               i AS (INSERT INTO integrations (organization_id, name, kind, scopes)
@@ -156,21 +158,17 @@ test("the claim's share check reads the webhook's own queue, not every webhook's
          FROM e`,
         [hook?.id],
       );
-      const before = await indexReads();
       // PL/pgSQL keeps a plan after the fifth call; each asks for a share of a webhook whose holder
       // falls behind.
-      for (let i = 0; i < 8; i++) {
-        const [room] = await q.query<{ n: number }>(
-          'SELECT claim_room($1, gen_random_uuid(), $2::uuid[], 16, 4, 500) AS n',
-          [hook?.id, '{}'],
-        );
-        assert.equal(room?.n, 3, 'the bound less the delivery held elsewhere');
-      }
-      const after = await indexReads();
-      return ['webhook_deliveries_due', 'webhook_deliveries_queue'].map((i) => [
-        i,
-        (after.get(i) ?? 0) - (before.get(i) ?? 0),
-      ]);
+      return scansDuring(q, ['webhook_deliveries_due', 'webhook_deliveries_queue'], async () => {
+        for (let i = 0; i < 8; i++) {
+          const [room] = await q.query<{ n: number }>(
+            'SELECT claim_room($1, gen_random_uuid(), $2::uuid[], 16, 4, 500) AS n',
+            [hook?.id, '{}'],
+          );
+          assert.equal(room?.n, 3, 'the bound less the delivery held elsewhere');
+        }
+      });
     });
     assert.deepEqual(
       reads,
