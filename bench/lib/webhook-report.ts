@@ -165,6 +165,8 @@ export interface WebhookRunResult {
   date: string;
   machine: { cpus: number; cpuModel: string; memoryGb: number; node: string; kernel: string };
   loadAverage: { start: number[]; end: number[] };
+  /** PostgreSQL's autovacuum setting during the run (the bench vacuums between phases either way). */
+  autovacuum?: string;
   settings: {
     webhooks: number;
     scopes: string[];
@@ -457,6 +459,10 @@ export function renderRun(
       `(open model) for ${s.latencySeconds} s.` +
       ((s.rounds ?? 1) > 1
         ? ` ${s.rounds} rounds, each on an empty database; every figure is the median of its rounds.`
+        : '') +
+      (r.autovacuum
+        ? ` PostgreSQL's autovacuum ${r.autovacuum}; the bench vacuums the database before each configuration, ` +
+          'after its warm-up and before its drain is queued.'
         : '') +
       (r.reference && ref
         ? ` Reference: graphile-worker ${ref.graphileWorker} (schema \`${ref.schema}\`, ${ref.concurrency} jobs in flight, ` +

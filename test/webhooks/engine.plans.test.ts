@@ -183,3 +183,20 @@ test("the claim's share check reads the webhook's own queue, not every webhook's
     await drop();
   }
 });
+
+test("the queue's table is vacuumed once 1% of it is dead, not autovacuum's default fifth", async () => {
+  const { db, drop } = await openTestDb();
+  try {
+    // The table keeps every finished delivery: at the default fifth, ten million kept deliveries
+    // would let two million dead versions gather at the head of the queue's indexes.
+    const [row] = await db.query<{ reloptions: string[] | null }>(
+      `SELECT reloptions FROM pg_class
+       WHERE relname = 'webhook_deliveries' AND relnamespace = current_schema()::regnamespace`,
+    );
+    const options = new Map((row?.reloptions ?? []).map((o) => o.split('=') as [string, string]));
+    assert.ok(Number(options.get('autovacuum_vacuum_scale_factor')) <= 0.01, String(row?.reloptions));
+    assert.ok(Number(options.get('autovacuum_vacuum_threshold')) <= 1000, String(row?.reloptions));
+  } finally {
+    await drop();
+  }
+});
