@@ -48,6 +48,7 @@ import {
   withSection,
 } from './lib/webhook-report.js';
 import {
+  autovacuumSetting,
   type BenchDatabase,
   cpuMs,
   recreateDatabase,
@@ -545,7 +546,9 @@ async function settle(sz: Sizes, alreadyMs = 0): Promise<void> {
 }
 
 /**
- * Vacuums the bench's database, as a production server's autovacuum would between configurations.
+ * Vacuums the bench's database, as a production server's autovacuum would between phases: after a
+ * configuration's warm-up, and before each drain is queued (the slow drain, when there is one,
+ * opens a configuration).
  * Every delivery's row is written three times and none of those updates is a heap-only one, so
  * the queue's partial indexes keep an entry for each dead version until a vacuum: without one,
  * each configuration met every earlier one's dead entries at every claim (four drains of the same
@@ -555,20 +558,6 @@ async function settle(sz: Sizes, alreadyMs = 0): Promise<void> {
  */
 async function vacuum(p: Probe): Promise<void> {
   await p.pgClient?.query('VACUUM (ANALYZE)');
-}
-
-/** The server's autovacuum setting, read on its `postgres` database (the bench's may not exist yet). */
-async function autovacuumSetting(url: string): Promise<string> {
-  const admin = new URL(url);
-  admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ autovacuum: string }>('SHOW autovacuum');
-    return rows[0]?.autovacuum ?? 'unknown';
-  } finally {
-    await client.end();
-  }
 }
 
 /** Waits until the processes that stopped have left PostgreSQL (a backend reports as it exits). */
@@ -889,7 +878,6 @@ async function measureSubject(
   inFlightLimit: number,
 ): Promise<Omit<ConfigurationResult, 'name' | 'label' | 'workerProcesses' | 'deliveryWorkers' | 'kind'>> {
   const sz = subject.sizes;
-  await vacuum(subject.probe);
   // First: the warm-up and the pause after it absorb what its thousands of rows leave the database
   // to do (in the phases after it, it lengthened the next configuration's latencies).
   const slowDrain = subject.slowFeed ? await slowDrainPhase(subject, subject.slowFeed, receiver) : null;

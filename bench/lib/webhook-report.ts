@@ -461,8 +461,8 @@ export function renderRun(
         ? ` ${s.rounds} rounds, each on an empty database; every figure is the median of its rounds.`
         : '') +
       (r.autovacuum
-        ? ` PostgreSQL's autovacuum ${r.autovacuum}; the bench vacuums the database before each configuration, ` +
-          'after its warm-up and before its drain is queued.'
+        ? ` PostgreSQL's autovacuum ${r.autovacuum}; the bench vacuums the database after each configuration's ` +
+          'warm-up and before each of its drains is queued.'
         : '') +
       (r.reference && ref
         ? ` Reference: graphile-worker ${ref.graphileWorker} (schema \`${ref.schema}\`, ${ref.concurrency} jobs in flight, ` +

@@ -106,18 +106,33 @@ export async function cpuMs(pid: number): Promise<number | null> {
 /** USER_HZ; 100 on every Linux this runs on. */
 const CLOCK_TICKS = 100;
 
-/** Drops and creates the benchmark's PostgreSQL database named by `url` (a fresh run each time). */
-export async function recreateDatabase(url: string): Promise<void> {
-  const name = decodeURIComponent(new URL(url).pathname.slice(1));
+/** Runs `work` on a connection to the server's `postgres` database (the one named by `url` may not exist). */
+async function onServer<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
   const admin = new URL(url);
   admin.pathname = '/postgres';
   const client = new pg.Client({ connectionString: admin.toString() });
   await client.connect();
   try {
-    const quoted = `"${name.replaceAll('"', '""')}"`;
-    await client.query(`DROP DATABASE IF EXISTS ${quoted} WITH (FORCE)`);
-    await client.query(`CREATE DATABASE ${quoted}`);
+    return await work(client);
   } finally {
     await client.end();
   }
+}
+
+/** Drops and creates the benchmark's PostgreSQL database named by `url` (a fresh run each time). */
+export function recreateDatabase(url: string): Promise<void> {
+  const name = decodeURIComponent(new URL(url).pathname.slice(1));
+  const quoted = `"${name.replaceAll('"', '""')}"`;
+  return onServer(url, async (client) => {
+    await client.query(`DROP DATABASE IF EXISTS ${quoted} WITH (FORCE)`);
+    await client.query(`CREATE DATABASE ${quoted}`);
+  });
+}
+
+/** The server's autovacuum setting (on, off). */
+export function autovacuumSetting(url: string): Promise<string> {
+  return onServer(url, async (client) => {
+    const { rows } = await client.query<{ autovacuum: string }>('SHOW autovacuum');
+    return rows[0]?.autovacuum ?? 'unknown';
+  });
 }

@@ -17,28 +17,29 @@ interface PlanNode {
   Plans?: PlanNode[];
 }
 
-/** Reads of `table` sorted after they were read: rows in an index's order other than the one needed. */
-function sortedReads(node: PlanNode, table: string, found: string[] = []): string[] {
-  for (const child of node.Plans ?? []) {
-    const input = child['Parent Relationship'] === 'Outer';
-    if (
-      node['Node Type'] === 'Sort' &&
-      input &&
-      child['Node Type'].endsWith('Scan') &&
-      child['Relation Name'] === table
-    )
-      found.push(`${child['Node Type']} ${child['Index Name'] ?? ''}`.trim());
-    sortedReads(child, table, found);
-  }
-  return found;
+/** Every node of a plan, each with the node it feeds (none for the top). */
+function* planNodes(node: PlanNode, parent?: PlanNode): Generator<{ node: PlanNode; parent?: PlanNode }> {
+  yield { node, parent };
+  for (const child of node.Plans ?? []) yield* planNodes(child, node);
 }
 
+/** Reads of `table` sorted after they were read: rows in an index's order other than the one needed. */
+const sortedReads = (plan: PlanNode, table: string) =>
+  [...planNodes(plan)]
+    .filter(
+      ({ node, parent }) =>
+        parent?.['Node Type'] === 'Sort' &&
+        node['Parent Relationship'] === 'Outer' &&
+        node['Node Type'].endsWith('Scan') &&
+        node['Relation Name'] === table,
+    )
+    .map(({ node }) => `${node['Node Type']} ${node['Index Name'] ?? ''}`.trim());
+
 /** The tables a plan reads whole. */
-function readWhole(node: PlanNode, found: string[] = []): string[] {
-  if (node['Node Type'] === 'Seq Scan' && node['Relation Name']) found.push(node['Relation Name']);
-  for (const child of node.Plans ?? []) readWhole(child, found);
-  return found;
-}
+const readWhole = (plan: PlanNode) =>
+  [...planNodes(plan)]
+    .filter(({ node }) => node['Node Type'] === 'Seq Scan' && node['Relation Name'])
+    .map(({ node }) => node['Relation Name'] as string);
 
 /**
  * What `work` adds, on this session, to the scans of each named table (read whole) or index (read)
