@@ -32,6 +32,11 @@ export interface Claimed extends AttemptContext {
   /** The attempt a replay started again from: the retry schedule counts from here. */
   replayed_from: number;
   lease_token: string;
+  /**
+   * Attempts of this delivery's webhook this worker may have in flight at once, from this claim on
+   * (claim_slots, migration 012): the bound less what other workers hold of the webhook.
+   */
+  in_flight_cap: number;
 }
 
 /**
@@ -87,8 +92,11 @@ const firstRowOnly = (window: string, columns: Record<string, string>) =>
  *   of is shared once its holder is not keeping up (its oldest due delivery has waited
  *   `shareAfterMs`): every worker together then holds at most `inFlightPerWebhook` of it, none
  *   queued ahead, so its attempts in flight stay within the bound however many workers send to it,
- *   and a second worker finds room beside a first that holds a few deliveries of every webhook. What a worker may
- *   take of a webhook is counted by claim_room (007_shared_webhooks.sql), which tries the webhook's
+ *   and a second worker finds room beside a first that holds a few deliveries of every webhook; the
+ *   worker that holds at least as many as all others together (they fewer than the bound) keeps
+ *   claiming ahead, its attempts in flight capped at the bound less what they hold (each row's
+ *   `in_flight_cap`). What a worker may
+ *   take of a webhook is counted by claim_slots (012_holder_keeps_its_queue.sql), which tries the webhook's
  *   own lock (busy: another claim is taking for it right now, so this one leaves it) and counts with
  *   a snapshot of its own, so two claims never both count the same room, and claims of different
  *   webhooks never wait for each other;
@@ -123,23 +131,24 @@ const claimCtes = (p: (n: number) => string) => `
             ORDER BY d.webhook_id LIMIT 1)
     FROM hooks h WHERE h.webhook_id IS NOT NULL
   ), candidates AS (
-    SELECT x.id, x.next_retry_at, x.event_id, w.organization_id,
+    SELECT x.id, x.next_retry_at, x.event_id, w.organization_id, s.cap,
            row_number() OVER (PARTITION BY h.webhook_id ORDER BY x.next_retry_at, x.event_id) AS k
     FROM hooks h
     JOIN webhooks w ON w.id = h.webhook_id
+    CROSS JOIN LATERAL claim_slots(h.webhook_id, ${p(5)}::uuid, ${p(10)}::uuid[],
+                       CASE WHEN h.webhook_id = ANY (${p(8)}::uuid[]) THEN ${p(9)}::int ELSE ${p(2)}::int END,
+                       ${p(6)}::int, ${p(7)}::int) s
     CROSS JOIN LATERAL (
       SELECT d.id, d.next_retry_at, d.event_id
       FROM webhook_deliveries d
       WHERE d.webhook_id = h.webhook_id AND d.status IN ('pending', 'failed') AND d.next_retry_at <= now()
       ORDER BY d.next_retry_at, d.event_id
-      LIMIT claim_room(h.webhook_id, ${p(5)}::uuid, ${p(10)}::uuid[],
-                       CASE WHEN h.webhook_id = ANY (${p(8)}::uuid[]) THEN ${p(9)}::int ELSE ${p(2)}::int END,
-                       ${p(6)}::int, ${p(7)}::int)
+      LIMIT s.room
       FOR UPDATE OF d SKIP LOCKED
     ) x
   ), picked AS (
     -- pos: the order of attempts (the answer's rows come in it; a join's output order is the plan's).
-    SELECT c.id, row_number() OVER (ORDER BY c.turn, c.next_retry_at, c.event_id) AS pos
+    SELECT c.id, c.cap, row_number() OVER (ORDER BY c.turn, c.next_retry_at, c.event_id) AS pos
     FROM (SELECT *, row_number() OVER (PARTITION BY organization_id ORDER BY k, next_retry_at, event_id) AS turn
           FROM candidates) c
     ORDER BY pos LIMIT ${p(1)}
@@ -151,6 +160,7 @@ const claimCtes = (p: (n: number) => string) => `
     RETURNING d.id, d.webhook_id, d.event_id, d.attempt, d.replayed_from, d.lease_token
   ), got AS (
     SELECT k.pos, c.id, c.webhook_id, c.event_id, c.attempt, c.replayed_from, c.lease_token,
+           k.cap AS in_flight_cap,
            -- A webhook's columns, and an event's, once per claim: on its first row in the order of
            -- attempts (null on the others, which say so).
            ${firstRowOnly('same_webhook', WEBHOOK_COLUMNS)},
@@ -213,7 +223,7 @@ export interface ClaimResult {
   claimed: Claimed[];
   /** Milliseconds until the next delivery not yet due falls due, by the database's clock; null if none. */
   nextDueMs: number | null;
-  /** A webhook was left because another claim was taking for it at that moment (claim_room). */
+  /** A webhook was left because another claim was taking for it at that moment (claim_slots). */
   skipped: boolean;
   /**
    * Deliveries were due as the claim began (those it took among them): with nothing taken, the

@@ -160,8 +160,22 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   /** Attempts under way, by webhook (at most config.concurrencyPerWebhook each); kept with `running`. */
   const sending = new Map<string, number>();
   const sendingTo = (webhook: string) => sending.get(webhook) ?? 0;
+  /**
+   * Of a webhook other workers hold deliveries of, the attempts this worker may have in flight: the
+   * `in_flight_cap` of its latest claim that gave it some (the bound less what the others held).
+   * Forgotten once the worker neither holds nor sends any of the webhook.
+   */
+  const caps = new Map<string, number>();
+  const forgetIfIdle = (webhook: string) => {
+    if (!held.has(webhook) && !sending.has(webhook)) caps.delete(webhook);
+  };
   /** Attempts of one webhook this worker may still start before it is at its bound. */
-  const roomAt = (webhook: string) => Math.max(0, config.concurrencyPerWebhook - sendingTo(webhook));
+  const roomAt = (webhook: string) =>
+    Math.max(
+      0,
+      Math.min(config.concurrencyPerWebhook, caps.get(webhook) ?? config.concurrencyPerWebhook) -
+        sendingTo(webhook),
+    );
   /**
    * Held deliveries that take room in this worker's hold. Those queued behind a webhook at its
    * bound here do not: a hanging receiver's queue would otherwise fill the hold, and every other
@@ -316,6 +330,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
         if (left > 0) sending.set(claimed.webhook_id, left);
         else sending.delete(claimed.webhook_id);
         pump(claimed.webhook_id);
+        forgetIfIdle(claimed.webhook_id);
         gather();
       });
     running.set(claimed.id, { claimed, done });
@@ -339,7 +354,10 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
         if (next.leaseEndsAt - Date.now() < config.timeoutMs + LEASE_MARGIN_MS) unsent.push(next.claimed);
         else start(next.claimed, next.leaseEndsAt);
       }
-      if (queue.length === 0) held.delete(webhook);
+      if (queue.length === 0) {
+        held.delete(webhook);
+        forgetIfIdle(webhook);
+      }
       if (running.size >= config.concurrency) break;
     }
     if (running.size >= config.concurrency && waitingForSlot() > 0) saturated = true;
@@ -520,12 +538,16 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
           : ahead;
     const claimSentAt = Date.now();
     if (free > 0) metrics?.claims.inc();
-    // Standing by, no webhook of its own: only shares (claim_room gives `bound` in all of those).
+    // Standing by, no webhook of its own: only shares (claim_slots gives `bound` in all of those).
+    // Saturated, nothing held ahead of a webhook beyond its bound: a webhook other workers hold
+    // some of is shared, as its holder is not claiming ahead (claim_slots).
+    const hold = (factor: number) =>
+      standingBy ? 0 : saturated ? config.concurrencyPerWebhook : factor * config.concurrencyPerWebhook;
     const request = {
       take: free,
-      perWebhook: standingBy ? 0 : HOLD_PER_WEBHOOK * config.concurrencyPerWebhook,
+      perWebhook: hold(HOLD_PER_WEBHOOK),
       fast: fastWebhooks(),
-      fastPerWebhook: standingBy ? 0 : FAST_HOLD_PER_WEBHOOK * config.concurrencyPerWebhook,
+      fastPerWebhook: hold(FAST_HOLD_PER_WEBHOOK),
       inFlightPerWebhook: config.concurrencyPerWebhook,
       shareAfterMs: SHARE_AFTER_MS,
       leaseToken: randomUUID(),
@@ -547,6 +569,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     if (standingBy) standbyFoundNothingAt = claim.claimed.length === 0 && !claim.skipped ? Date.now() : 0;
     const leaseEndsAt = claimSentAt + config.leaseMs;
     for (const claimed of claim.claimed) {
+      caps.set(claimed.webhook_id, claimed.in_flight_cap);
       const queue = held.get(claimed.webhook_id);
       if (queue) queue.push({ claimed, leaseEndsAt });
       else held.set(claimed.webhook_id, [{ claimed, leaseEndsAt }]);

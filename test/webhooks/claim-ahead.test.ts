@@ -15,6 +15,7 @@ import {
   recordOutcomes,
 } from '../../src/delivery/store.js';
 import { FAST_HOLD_PER_WEBHOOK, HOLD, HOLD_PER_WEBHOOK } from '../../src/delivery/worker.js';
+import { seededRandom } from '../../src/demo/random.js';
 import { type TestService, usingServer } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
 import { expectOk } from '../support/tenants.js';
@@ -74,6 +75,17 @@ async function claimingElsewhere(svc: TestService, webhookId: string): Promise<(
     release();
     await other;
   };
+}
+
+/** `count` bookings of the tenant's organization written at once and their events published. */
+async function backlogOf(svc: TestService, t: Awaited<ReturnType<typeof webhookTenant>>, count: number) {
+  await svc.db.query(
+    `INSERT INTO bookings (id, originator_organization_id, reference, status, service_type, pickup_at, passengers)
+     SELECT gen_random_uuid(), $1, $2 || n, 'solicitada', 'transfer', now(), '{}'
+     FROM generate_series(1, $3::int) AS n`,
+    [t.organization.id, t.organization.code, count],
+  );
+  await publishEvents(svc.db);
 }
 
 /** A claim by a worker of its own, as a new worker makes it. */
@@ -139,15 +151,26 @@ test('a second worker shares webhooks whose holder does not keep up, within thei
     [...hooks].sort(),
     'the second worker finds room in every webhook the first holds one delivery of',
   );
-  assert.equal((await claim(second, 10)).claimed.length, 0, 'each shared webhook is at its bound');
-  assert.equal((await claim(first, 10)).claimed.length, 0, 'for the first worker as well');
+  assert.ok(
+    b.claimed.every((c) => c.in_flight_cap === 1),
+    'each shared webhook at its bound: one in flight each',
+  );
+  // The two hold as many of each webhook: the first to claim again keeps a queue of it, its
+  // attempts in flight capped at the bound less the other's; the other then holds fewer, and shares.
+  const ahead = await claim(first, 10);
+  assert.equal(ahead.claimed.length, 6, 'the rest of each webhook, held ahead');
+  assert.ok(
+    ahead.claimed.every((c) => c.in_flight_cap === 1),
+    'one in flight beside the second',
+  );
+  assert.equal((await claim(second, 10)).claimed.length, 0, 'nothing left to share');
   const held = await svc.db.query<{ webhook_id: string; n: number }>(
     `SELECT webhook_id, count(*)::int AS n FROM webhook_deliveries WHERE status = 'delivering'
      GROUP BY webhook_id`,
   );
   assert.deepEqual(
     held.map((h) => h.n),
-    [2, 2, 2],
+    [4, 4, 4],
   );
 });
 
@@ -165,7 +188,143 @@ test('a worker alone holds ahead; another finds no room until the holder is belo
   await recordOutcomes(svc.db, held.claimed.slice(0, 3).map(succeededOutcome));
   const other = await claimDeliveries(svc.db, request(randomUUID()));
   assert.equal(other.claimed.length, 1, 'shared now: 2 held in all');
-  assert.equal((await claimDeliveries(svc.db, request(holder))).claimed.length, 0, 'no queue ahead');
+  assert.equal(other.claimed[0]?.in_flight_cap, 1, 'the sharer may send what the holder leaves');
+  // The holder holds as many as the other: it keeps its queue, capped to the bound less the other's.
+  const again = await claimDeliveries(svc.db, request(holder));
+  assert.deepEqual(
+    again.claimed.map((c) => c.in_flight_cap),
+    [1],
+    'the last one, held ahead: one in flight at a time',
+  );
+  assert.equal((await claimDeliveries(svc.db, request(randomUUID()))).claimed.length, 0);
+});
+
+test('a holder that keeps its queue beside a sharer is capped; saturated, it shares instead', async () => {
+  const { svc, receiver } = await webhookService();
+  const t = await webhookTenant(svc);
+  const hook = await createWebhook(svc, t, receiver.url('/kept'), ['booking.created']);
+  await backlogOf(svc, t, 12);
+  const [holder, sharer] = [randomUUID(), randomUUID()];
+  // The holder holds 2 (its bound), then ends 1 of them; a sharer takes the one slot left.
+  const first = await claimDeliveries(svc.db, claimRequest(holder, { take: 2 }));
+  assert.deepEqual(
+    first.claimed.map((c) => c.in_flight_cap),
+    [2, 2],
+    'alone: the bound',
+  );
+  await recordOutcomes(svc.db, first.claimed.slice(0, 1).map(succeededOutcome));
+  assert.equal((await claimDeliveries(svc.db, claimRequest(sharer))).claimed.length, 1);
+  // Saturated (it asks to hold no more than the bound): a sharer like the other, no room left.
+  const saturated = await claimDeliveries(svc.db, claimRequest(holder, { perWebhook: 2 }));
+  assert.equal(saturated.claimed.length, 0, 'the bound is held in all');
+  // Claiming ahead: up to its hold of 4, its attempts capped at the bound less the sharer's one.
+  const ahead = await claimDeliveries(svc.db, claimRequest(holder));
+  assert.deepEqual(
+    ahead.claimed.map((c) => c.in_flight_cap),
+    [1, 1, 1],
+  );
+  assert.equal((await claimDeliveries(svc.db, claimRequest(sharer))).claimed.length, 0, 'the sharer: none');
+  const held = await svc.db.query<{ lease_owner: string; n: number }>(
+    `SELECT lease_owner, count(*)::int AS n FROM webhook_deliveries
+     WHERE webhook_id = $1 AND status = 'delivering' GROUP BY lease_owner`,
+    [hook.id],
+  );
+  assert.deepEqual(Object.fromEntries(held.map((h) => [h.lease_owner, h.n])), { [holder]: 4, [sharer]: 1 });
+});
+
+test('a worker keeping its queue beside another worker’s attempt sends one at a time until that one ends', async () => {
+  const { svc, receiver } = await webhookService({
+    SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK: '2',
+    SVC_WEBHOOK_TIMEOUT_MS: '5000',
+    SVC_WEBHOOK_LEASE_SECONDS: '60',
+  });
+  receiver.respond(() => ({ status: 200, delayMs: 120 }));
+  const t = await webhookTenant(svc);
+  const hook = await createWebhook(svc, t, receiver.url('/beside'), ['booking.created']);
+  await backlogOf(svc, t, 6);
+  // Another worker (this test) holds one delivery in flight; the others have waited past the time
+  // after which a webhook is shared.
+  const other = await claimDeliveries(svc.db, claimRequest(randomUUID(), { take: 1 }));
+  assert.equal(other.claimed.length, 1);
+  await svc.db.query(
+    `UPDATE webhook_deliveries SET next_retry_at = now() - interval '1 minute'
+     WHERE webhook_id = $1 AND status = 'pending'`,
+    [hook.id],
+  );
+  const worker = await deliveryWorker(svc);
+  after(() => worker.stop(100));
+  // Its share: one. While that attempt is in flight, an event wakes it: it holds as many as the other
+  // worker now, so it claims the rest ahead, capped at one in flight.
+  await arrivalsAt(receiver, '/beside', 1);
+  await putBooking(svc, t.organization.id);
+  const arrivals = await arrivalsAt(receiver, '/beside', 6, 10_000);
+  await until('every answer given', () => arrivals.every((r) => r.answeredAt !== undefined));
+  const most = Math.max(
+    ...arrivals.map(
+      (r) =>
+        arrivals.filter((q) => q.receivedAt <= r.receivedAt && (q.answeredAt as number) > r.receivedAt)
+          .length,
+    ),
+  );
+  assert.equal(most, 1, 'one attempt in flight beside the other worker’s, never two');
+  await until('only the other worker’s delivery still held (every answer written)', async () => {
+    const [held] = await svc.db.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'delivering'",
+      [hook.id],
+    );
+    return held?.n === 1;
+  });
+  await recordOutcomes(svc.db, other.claimed.map(succeededOutcome));
+});
+
+test('workers claiming, starting and ending attempts in any order never have more than the bound in flight', async () => {
+  const { svc, receiver } = await webhookService();
+  const t = await webhookTenant(svc);
+  await createWebhook(svc, t, receiver.url('/any-order'), ['booking.created']);
+  const DELIVERIES = 60;
+  const BOUND = 2;
+  await backlogOf(svc, t, DELIVERIES);
+  const random = seededRandom(20261126);
+  // Each worker as the worker loop keeps it: deliveries held ahead, attempts in flight, its cap.
+  const workers = Array.from({ length: 3 }, () => ({
+    owner: randomUUID(),
+    queue: [] as Claimed[],
+    flying: [] as Claimed[],
+    cap: BOUND,
+  }));
+  const inFlight = () => workers.reduce((n, w) => n + w.flying.length, 0);
+  let delivered = 0;
+  let most = 0;
+  let cappedBelowBound = 0;
+  for (let step = 0; step < 2000 && delivered < DELIVERIES; step++) {
+    const w = random.pick(workers);
+    const action = random.int(0, 2);
+    if (action === 0) {
+      const { claimed } = await claimDeliveries(
+        svc.db,
+        claimRequest(w.owner, {
+          take: random.int(1, 6),
+          perWebhook: random.chance(0.2) ? BOUND : 8,
+          inFlightPerWebhook: BOUND,
+        }),
+      );
+      for (const c of claimed) w.cap = c.in_flight_cap;
+      if (claimed.length > 0 && w.cap < BOUND) cappedBelowBound++;
+      w.queue.push(...claimed);
+    } else if (action === 1) {
+      while (w.queue.length > 0 && w.flying.length < Math.min(BOUND, w.cap))
+        w.flying.push(w.queue.shift() as Claimed);
+    } else if (w.flying.length > 0) {
+      const ended = w.flying.splice(random.int(0, w.flying.length - 1), 1);
+      await recordOutcomes(svc.db, ended.map(succeededOutcome));
+      delivered += ended.length;
+    }
+    most = Math.max(most, inFlight());
+    assert.ok(inFlight() <= BOUND, `step ${step}: ${inFlight()} attempts in flight`);
+  }
+  assert.equal(delivered, DELIVERIES, 'every delivery made');
+  assert.equal(most, BOUND, 'the bound was reached (otherwise the test proves nothing)');
+  assert.ok(cappedBelowBound > 0, 'a holder kept its queue beside another worker, capped');
 });
 
 test('a claim holds more of the webhooks it names fast, as many as before of the others', async () => {
@@ -235,13 +394,7 @@ test('a backlog to a fast receiver is written and claimed in rounds SVC_WEBHOOK_
   const t = await webhookTenant(svc);
   const hook = await createWebhook(svc, t, receiver.url('/backlog'), ['booking.created']);
   const DELIVERIES = 200;
-  await svc.db.query(
-    `INSERT INTO bookings (id, originator_organization_id, reference, status, service_type, pickup_at, passengers)
-     SELECT gen_random_uuid(), $1, $2 || n, 'solicitada', 'transfer', now(), '{}'
-     FROM generate_series(1, $3::int) AS n`,
-    [t.organization.id, t.organization.code, DELIVERIES],
-  );
-  await publishEvents(svc.db);
+  await backlogOf(svc, t, DELIVERIES);
   const before = await claimsMade(svc);
   const started = Date.now();
   const worker = await deliveryWorker(svc);
@@ -514,6 +667,7 @@ const CLAIMED_FIELDS: Record<keyof Claimed, true> = {
   attempt: true,
   replayed_from: true,
   lease_token: true,
+  in_flight_cap: true,
   webhook_active: true,
   url: true,
   secret: true,

@@ -219,7 +219,7 @@ test("the claim's share check reads the webhook's own queue, not every webhook's
       return scansDuring(q, ['webhook_deliveries_queue'], async () => {
         for (let i = 0; i < 8; i++) {
           const [room] = await q.query<{ n: number }>(
-            'SELECT claim_room($1, gen_random_uuid(), $2::uuid[], 16, 4, 500) AS n',
+            'SELECT room AS n FROM claim_slots($1, gen_random_uuid(), $2::uuid[], 4, 4, 500)',
             [hook?.id, '{}'],
           );
           assert.equal(room?.n, 3, 'the bound less the delivery held elsewhere');
