@@ -46,6 +46,7 @@ import {
   returnUnsent,
   type Written,
 } from './store.js';
+import { webhookSlots } from './webhook-slots.js';
 
 const PUBLISH_RETRY_MS = 20;
 /** An outcome write that failed is tried again after this, doubling, up to WRITE_RETRY_MAX_MS. */
@@ -68,15 +69,12 @@ export const HOLD = 2;
  */
 export const HOLD_PER_WEBHOOK = 4;
 /**
- * Of a webhook whose receiver answered its last attempt in under FAST_ANSWER_MS, a worker holds up
- * to this many times its bound: enough for the rounds of a backlog to be spaced (backlogRoundMs) with
- * its queue still deep when the round comes. A slow or hanging receiver keeps HOLD_PER_WEBHOOK: its
+ * Of a webhook whose receiver answered its last attempt in under FAST_ANSWER_MS (webhook-slots.ts),
+ * a worker holds up to this many times its bound: enough for the rounds of a backlog to be spaced
+ * (backlogRoundMs) with its queue still deep when the round comes. A slow or hanging receiver keeps HOLD_PER_WEBHOOK: its
  * queue is deep enough at its pace, and what waits behind it reads `delivering` meanwhile.
  */
 export const FAST_HOLD_PER_WEBHOOK = 8;
-export const FAST_ANSWER_MS = 250;
-/** Webhooks whose last answer time a worker remembers; the oldest is forgotten first. */
-const REMEMBERED_ANSWERS = 1000;
 /**
  * A webhook another worker holds deliveries of is shared once its oldest due delivery has waited
  * this long (its holder is not keeping up): receivers slower than one worker's attempts in flight
@@ -138,44 +136,14 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   const owner = randomUUID();
   /** Attempts under way. */
   const running = new Map<string, { claimed: Claimed; done: Promise<void> }>();
-  /** How long each webhook's receiver took over its last attempt, in ms. */
-  const answeredIn = new Map<string, number>();
-  const answered = (webhook: string, ms: number) => {
-    answeredIn.delete(webhook);
-    answeredIn.set(webhook, ms);
-    if (answeredIn.size > REMEMBERED_ANSWERS) answeredIn.delete(answeredIn.keys().next().value as string);
-  };
-  /** The webhooks this worker sends to or holds whose receivers answer fast (FAST_HOLD_PER_WEBHOOK). */
-  const fastWebhooks = () => {
-    const fast = new Set<string>();
-    const judge = (webhook: string) => {
-      if ((answeredIn.get(webhook) ?? Number.POSITIVE_INFINITY) < FAST_ANSWER_MS) fast.add(webhook);
-    };
-    for (const webhook of held.keys()) judge(webhook);
-    for (const webhook of sending.keys()) judge(webhook);
-    return [...fast];
-  };
   /** Deliveries claimed ahead, by webhook, in the order they are to be attempted. */
   const held = new Map<string, { claimed: Claimed; leaseEndsAt: number }[]>();
-  /** Attempts under way, by webhook (at most config.concurrencyPerWebhook each); kept with `running`. */
-  const sending = new Map<string, number>();
-  const sendingTo = (webhook: string) => sending.get(webhook) ?? 0;
-  /**
-   * Of a webhook other workers hold deliveries of, the attempts this worker may have in flight: the
-   * `in_flight_cap` of its latest claim that gave it some (the bound less what the others held).
-   * Forgotten once the worker neither holds nor sends any of the webhook.
-   */
-  const caps = new Map<string, number>();
+  /** Attempts under way by webhook (kept with `running`), the caps claims gave, answer times. */
+  const slots = webhookSlots(config.concurrencyPerWebhook);
+  const { roomAt } = slots;
   const forgetIfIdle = (webhook: string) => {
-    if (!held.has(webhook) && !sending.has(webhook)) caps.delete(webhook);
+    if (!held.has(webhook)) slots.forget(webhook);
   };
-  /** Attempts of one webhook this worker may still start before it is at its bound. */
-  const roomAt = (webhook: string) =>
-    Math.max(
-      0,
-      Math.min(config.concurrencyPerWebhook, caps.get(webhook) ?? config.concurrencyPerWebhook) -
-        sendingTo(webhook),
-    );
   /**
    * Held deliveries that take room in this worker's hold. Those queued behind a webhook at its
    * bound here do not: a hanging receiver's queue would otherwise fill the hold, and every other
@@ -238,7 +206,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
    * now would only top up queues that are deep already.
    */
   const deep = () => {
-    for (const webhook of sending.keys()) {
+    for (const webhook of slots.sending()) {
       if ((held.get(webhook)?.length ?? 0) < config.concurrencyPerWebhook) return false;
     }
     return running.size > 0;
@@ -320,21 +288,19 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   function start(claimed: Claimed, leaseEndsAt: number) {
     const done = attempt(claimed)
       .then((recorded) => {
-        if (recorded.counts) answered(claimed.webhook_id, recorded.durationMs);
+        if (recorded.counts) slots.answered(claimed.webhook_id, recorded.durationMs);
         ended.push({ claimed, recorded, leaseEndsAt });
       })
       .catch((error) => report(error, 'webhook attempt failed; the lease will return it to the queue'))
       .finally(() => {
         running.delete(claimed.id);
-        const left = sendingTo(claimed.webhook_id) - 1;
-        if (left > 0) sending.set(claimed.webhook_id, left);
-        else sending.delete(claimed.webhook_id);
+        slots.ended(claimed.webhook_id);
         pump(claimed.webhook_id);
         forgetIfIdle(claimed.webhook_id);
         gather();
       });
     running.set(claimed.id, { claimed, done });
-    sending.set(claimed.webhook_id, sendingTo(claimed.webhook_id) + 1);
+    slots.started(claimed.webhook_id);
   }
 
   /**
@@ -546,7 +512,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     const request = {
       take: free,
       perWebhook: hold(HOLD_PER_WEBHOOK),
-      fast: fastWebhooks(),
+      fast: slots.fast(held.keys()),
       fastPerWebhook: hold(FAST_HOLD_PER_WEBHOOK),
       inFlightPerWebhook: config.concurrencyPerWebhook,
       shareAfterMs: SHARE_AFTER_MS,
@@ -569,7 +535,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     if (standingBy) standbyFoundNothingAt = claim.claimed.length === 0 && !claim.skipped ? Date.now() : 0;
     const leaseEndsAt = claimSentAt + config.leaseMs;
     for (const claimed of claim.claimed) {
-      caps.set(claimed.webhook_id, claimed.in_flight_cap);
+      slots.capped(claimed.webhook_id, claimed.in_flight_cap);
       const queue = held.get(claimed.webhook_id);
       if (queue) queue.push({ claimed, leaseEndsAt });
       else held.set(claimed.webhook_id, [{ claimed, leaseEndsAt }]);
