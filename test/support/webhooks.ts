@@ -185,6 +185,19 @@ export async function deliveriesUntil(
 export const requestsTo = (receiver: Receiver, path: string): ReceivedRequest[] =>
   receiver.requests.filter((r) => r.path === path);
 
+/**
+ * The most requests that were in flight at once among `arrivals`: at each arrival, those that had
+ * arrived and were not answered yet. Every one must have been answered.
+ */
+export const mostInFlight = (arrivals: readonly ReceivedRequest[]): number =>
+  Math.max(
+    ...arrivals.map(
+      (r) =>
+        arrivals.filter((q) => q.receivedAt <= r.receivedAt && (q.answeredAt as number) > r.receivedAt)
+          .length,
+    ),
+  );
+
 /** Waits (bounded) until `count` requests reached `path`; returns them in arrival order. */
 export async function arrivalsAt(receiver: Receiver, path: string, count: number, timeoutMs = 10_000) {
   const until = Date.now() + timeoutMs;

@@ -25,6 +25,7 @@ import {
   claimsMade,
   createWebhook,
   deliveryWorker,
+  mostInFlight,
   requestsTo,
   succeededOutcome,
   WEBHOOK_SCOPES,
@@ -108,14 +109,7 @@ test('two workers on one database never exceed a webhook’s bound in flight', a
 
   const arrivals = await arrivalsAt(receiver, '/bounded', COUNT, 20_000);
   await until('every answer written', () => arrivals.every((r) => r.answeredAt !== undefined));
-  // At each arrival, the attempts that had arrived and were not yet answered are in flight with it.
-  const most = Math.max(
-    ...arrivals.map(
-      (r) =>
-        arrivals.filter((q) => q.receivedAt <= r.receivedAt && (q.answeredAt as number) > r.receivedAt)
-          .length,
-    ),
-  );
+  const most = mostInFlight(arrivals);
   assert.ok(most <= 2, `${most} attempts of one webhook in flight at once`);
   assert.equal(most, 2, 'the workers did use the bound (otherwise the test proves nothing)');
   const seen = arrivals.map((r) => `${r.headers['x-svc-delivery']}#${r.headers['x-svc-attempt']}`);
@@ -259,13 +253,7 @@ test('a worker keeping its queue beside another worker’s attempt sends one at 
   await putBooking(svc, t.organization.id);
   const arrivals = await arrivalsAt(receiver, '/beside', 6, 10_000);
   await until('every answer given', () => arrivals.every((r) => r.answeredAt !== undefined));
-  const most = Math.max(
-    ...arrivals.map(
-      (r) =>
-        arrivals.filter((q) => q.receivedAt <= r.receivedAt && (q.answeredAt as number) > r.receivedAt)
-          .length,
-    ),
-  );
+  const most = mostInFlight(arrivals);
   assert.equal(most, 1, 'one attempt in flight beside the other worker’s, never two');
   await until('only the other worker’s delivery still held (every answer written)', async () => {
     const [held] = await svc.db.query<{ n: number }>(
