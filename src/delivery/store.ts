@@ -88,15 +88,14 @@ const firstRowOnly = (window: string, columns: Record<string, string>) =>
  *   candidates than one with a single row;
  * - a worker that alone holds a webhook's deliveries may hold up to `perWebhook` of them (its
  *   attempts in flight and a local queue behind them; `fastPerWebhook` of the webhooks it names
- *   `fast`); a webhook that other workers hold deliveries
- *   of is shared once its holder is not keeping up (its oldest due delivery has waited
- *   `shareAfterMs`): every worker together then holds at most `inFlightPerWebhook` of it, none
- *   queued ahead, so its attempts in flight stay within the bound however many workers send to it,
- *   and a second worker finds room beside a first that holds a few deliveries of every webhook; the
- *   worker that holds at least as many as all others together (they fewer than the bound) keeps
- *   claiming ahead, its attempts in flight capped at the bound less what they hold (each row's
- *   `in_flight_cap`). What a worker may
- *   take of a webhook is counted by claim_slots (012_holder_keeps_its_queue.sql), which tries the webhook's
+ *   `fast`); a webhook that other workers hold deliveries of is shared once its holder is not
+ *   keeping up (its oldest due delivery has waited `shareAfterMs`): a sharer holds no more than
+ *   what the others leave of `inFlightPerWebhook`, none queued ahead, so a second worker finds room
+ *   beside a first that holds a few deliveries of every webhook; the worker that holds at least as
+ *   many as all others together (they fewer than the bound) keeps claiming ahead, its attempts in
+ *   flight capped at the bound less what they hold (each row's `in_flight_cap`), so the attempts in
+ *   flight stay within the bound however many workers send to it. What a worker may take of a
+ *   webhook is counted by claim_slots (012_holder_keeps_its_queue.sql), which tries the webhook's
  *   own lock (busy: another claim is taking for it right now, so this one leaves it) and counts with
  *   a snapshot of its own, so two claims never both count the same room, and claims of different
  *   webhooks never wait for each other;
@@ -245,8 +244,9 @@ export interface ClaimRequest {
   fastPerWebhook?: number;
   /**
    * Attempts of one webhook in flight at once, across workers: a webhook that other workers hold
-   * deliveries of gives up to this many held in all, none queued ahead, once its oldest due delivery
-   * has waited `shareAfterMs` (its holder is not keeping up).
+   * deliveries of gives a sharer up to this many held in all, none queued ahead, once its oldest due
+   * delivery has waited `shareAfterMs` (its holder is not keeping up); a worker holding at least as
+   * many as the others keeps its queue, its attempts in flight capped (`in_flight_cap`).
    */
   inFlightPerWebhook: number;
   shareAfterMs: number;

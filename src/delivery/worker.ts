@@ -13,8 +13,10 @@
 // all), the rest waiting in a local queue, so an attempt that ends is followed at once by the next
 // one of its webhook instead of after a round trip to the database. A webhook another worker holds
 // is left to it while it keeps up; once its due deliveries wait (receivers slower than its attempts
-// in flight), it is shared within its bound, nothing held ahead. The claim counts both cases, so
-// the bound on a webhook's attempts in flight stays global.
+// in flight), it is shared within its bound: a sharer holds nothing ahead, and the worker holding
+// most of it keeps its queue with its attempts in flight capped (the claim's `in_flight_cap`, kept
+// in webhook-slots.ts). The claim counts every case, so the bound on a webhook's attempts in flight
+// stays global.
 //
 // It wakes on NOTIFY (an event committed, a delivery queued, within milliseconds), when its
 // attempts end, when the earliest retry falls due, and at the latest every SVC_WEBHOOK_POLL_MS (up
@@ -71,8 +73,9 @@ export const HOLD_PER_WEBHOOK = 4;
 /**
  * Of a webhook whose receiver answered its last attempt in under FAST_ANSWER_MS (webhook-slots.ts),
  * a worker holds up to this many times its bound: enough for the rounds of a backlog to be spaced
- * (backlogRoundMs) with its queue still deep when the round comes. A slow or hanging receiver keeps HOLD_PER_WEBHOOK: its
- * queue is deep enough at its pace, and what waits behind it reads `delivering` meanwhile.
+ * (backlogRoundMs) with its queue still deep when the round comes. A slow or hanging receiver keeps
+ * HOLD_PER_WEBHOOK: its queue is deep enough at its pace, and what waits behind it reads
+ * `delivering` meanwhile.
  */
 export const FAST_HOLD_PER_WEBHOOK = 8;
 /**

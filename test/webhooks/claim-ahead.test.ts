@@ -14,6 +14,7 @@ import {
   recordAndClaim,
   recordOutcomes,
 } from '../../src/delivery/store.js';
+import { webhookSlots } from '../../src/delivery/webhook-slots.js';
 import { FAST_HOLD_PER_WEBHOOK, HOLD, HOLD_PER_WEBHOOK } from '../../src/delivery/worker.js';
 import { seededRandom } from '../../src/demo/random.js';
 import { type TestService, usingServer } from '../support/context.js';
@@ -273,12 +274,13 @@ test('workers claiming, starting and ending attempts in any order never have mor
   const BOUND = 2;
   await backlogOf(svc, t, DELIVERIES);
   const random = seededRandom(20261126);
-  // Each worker as the worker loop keeps it: deliveries held ahead, attempts in flight, its cap.
+  // Each worker as the worker loop keeps it: deliveries held ahead, attempts in flight, and its
+  // per-webhook bookkeeping (the caps of its claims), the worker's own.
   const workers = Array.from({ length: 3 }, () => ({
     owner: randomUUID(),
     queue: [] as Claimed[],
     flying: [] as Claimed[],
-    cap: BOUND,
+    slots: webhookSlots(BOUND),
   }));
   const inFlight = () => workers.reduce((n, w) => n + w.flying.length, 0);
   let delivered = 0;
@@ -296,16 +298,21 @@ test('workers claiming, starting and ending attempts in any order never have mor
           inFlightPerWebhook: BOUND,
         }),
       );
-      for (const c of claimed) w.cap = c.in_flight_cap;
-      if (claimed.length > 0 && w.cap < BOUND) cappedBelowBound++;
+      for (const c of claimed) w.slots.capped(c.webhook_id, c.in_flight_cap);
+      if (claimed.some((c) => c.in_flight_cap < BOUND)) cappedBelowBound++;
       w.queue.push(...claimed);
     } else if (action === 1) {
-      while (w.queue.length > 0 && w.flying.length < Math.min(BOUND, w.cap))
-        w.flying.push(w.queue.shift() as Claimed);
+      while (w.queue.length > 0 && w.slots.roomAt((w.queue[0] as Claimed).webhook_id) > 0) {
+        const next = w.queue.shift() as Claimed;
+        w.flying.push(next);
+        w.slots.started(next.webhook_id);
+      }
     } else if (w.flying.length > 0) {
-      const ended = w.flying.splice(random.int(0, w.flying.length - 1), 1);
-      await recordOutcomes(svc.db, ended.map(succeededOutcome));
-      delivered += ended.length;
+      const [ended] = w.flying.splice(random.int(0, w.flying.length - 1), 1) as [Claimed];
+      await recordOutcomes(svc.db, [succeededOutcome(ended)]);
+      w.slots.ended(ended.webhook_id);
+      if (w.queue.length === 0) w.slots.forget(ended.webhook_id);
+      delivered += 1;
     }
     most = Math.max(most, inFlight());
     assert.ok(inFlight() <= BOUND, `step ${step}: ${inFlight()} attempts in flight`);
