@@ -3,9 +3,10 @@
 // (processes, or one inside `svc serve`) share one database; the claim decides who attempts what.
 //
 // One loop does the database work, in rounds: publish what the outbox holds, write the outcomes of
-// the attempts that ended (gathered for SVC_WEBHOOK_BATCH_MS), and, side by side with that write,
-// claim deliveries. So a busy worker spends two short statements on a whole batch of deliveries,
-// not two transactions on each. While it works through a backlog (every webhook it sends to has its
+// the attempts that ended (gathered for SVC_WEBHOOK_BATCH_MS; outcomes.ts keeps them and tries
+// again while the database refuses them), and, side by side with that write, claim deliveries. So
+// a busy worker spends two short statements on a whole batch of deliveries, not two transactions
+// on each. While it works through a backlog (every webhook it sends to has its
 // bound queued behind its attempts), its rounds come at most every SVC_WEBHOOK_BACKLOG_ROUND_MS.
 //
 // The worker claims ahead: for each webhook it alone holds, it holds up to four times its bound on
@@ -31,31 +32,20 @@ import type { Db, Queryable } from '../db/db.js';
 import type { SecretBox } from '../security/secrets.js';
 import { attempter } from './attempt.js';
 import type { DeliveryMetrics } from './metrics.js';
+import { LEASE_MARGIN_MS, outcomes } from './outcomes.js';
 import { publishEvents, publishingForWriters } from './publish.js';
 import type { Sender } from './send.js';
 import { standby } from './standby.js';
 import {
   type Claimed,
-  type ClaimRequest,
-  type ClaimResult,
-  claimDeliveries,
   dropFinishedPayloads,
-  type Outcome,
-  recordAndClaim,
-  recordOutcomes,
   releaseExpiredLeases,
   releaseLeases,
   returnUnsent,
-  type Written,
 } from './store.js';
 import { webhookSlots } from './webhook-slots.js';
 
 const PUBLISH_RETRY_MS = 20;
-/** An outcome write that failed is tried again after this, doubling, up to WRITE_RETRY_MAX_MS. */
-const WRITE_RETRY_MS = 25;
-const WRITE_RETRY_MAX_MS = 1000;
-/** Outcomes are written until this long before their lease ends; after that the lease decides. */
-const LEASE_MARGIN_MS = 500;
 /**
  * A claim that left a webhook to another claim running at that moment, in a round that ended
  * deliveries, looks again after this.
@@ -101,9 +91,6 @@ const IDLE_POLL_FACTOR = 5;
  * took the publisher's lock from the writers (whose answers wait for their publish) for nothing.
  */
 export const LEFT_BEHIND_MS = 200;
-
-/** An attempt that ended, its outcome not yet written; with when its lease ends, by our clock. */
-type Ended = Outcome & { leaseEndsAt: number };
 
 export interface WorkerDeps {
   /** Notifications and the publisher (shared with the writers of this process). */
@@ -174,8 +161,6 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   const spare = Math.ceil(config.concurrency / 16);
   /** Claimed ahead but not attempted in time: given back in the next round. */
   const unsent: Claimed[] = [];
-  /** Attempts that ended, outcome not yet written; each with when its lease ends, by our clock. */
-  let ended: Ended[] = [];
   let stopping = false;
   let signal: (() => void) | null = null;
   let pending = false;
@@ -253,7 +238,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     if (gathering) clearTimeout(gathering);
     gathering = null;
     pending = notified || unsent.length > 0;
-    if (ended.length > 0) gather();
+    if (toWrite.count > 0) gather();
     return Math.max(waitMs, deferredUntil - Date.now(), 1);
   }
 
@@ -282,6 +267,8 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   };
 
   const attempt = attempter({ ...deps, report });
+  /** Attempts that ended, their outcomes not yet written (outcomes.ts). */
+  const toWrite = outcomes({ engine, logger, metrics, report });
   /** Gives back deliveries claimed ahead and never attempted; on failure their leases return them. */
   const giveBack = (claimed: Claimed[]) =>
     returnUnsent(engine, claimed).catch((error) =>
@@ -292,7 +279,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     const done = attempt(claimed)
       .then((recorded) => {
         if (recorded.counts) slots.answered(claimed.webhook_id, recorded.durationMs);
-        ended.push({ claimed, recorded, leaseEndsAt });
+        toWrite.add({ claimed, recorded, leaseEndsAt });
       })
       .catch((error) => report(error, 'webhook attempt failed; the lease will return it to the queue'))
       .finally(() => {
@@ -338,79 +325,6 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     let n = 0;
     for (const [webhook, queue] of held) n += Math.min(queue.length, roomAt(webhook));
     return n;
-  }
-
-  let writeRetryMs = WRITE_RETRY_MS;
-  let writeRetryAt = 0;
-  /** When the earliest retry this worker wrote falls due (a claim that ran beside it missed it). */
-  let retryDueAt = Number.POSITIVE_INFINITY;
-
-  /** A batch written: only written outcomes are counted; retries it set wake this worker. */
-  function afterWrite(batch: Ended[], { written, disabled }: Written) {
-    writeRetryMs = WRITE_RETRY_MS;
-    const done = new Set(written);
-    for (const o of batch) {
-      if (!done.has(o.claimed.id)) continue;
-      metrics?.attempts.inc({ outcome: o.recorded.counts ? o.recorded.status : 'not_sent' });
-      if (o.recorded.nextRetryInMs !== null)
-        retryDueAt = Math.min(retryDueAt, Date.now() + o.recorded.nextRetryInMs);
-    }
-    for (const webhook of disabled) {
-      metrics?.disabled.inc();
-      logger.warn({ webhook }, 'webhook deactivated after 100 dead deliveries in a row');
-    }
-  }
-
-  /**
-   * A batch not written is tried again, with back-off, until shortly before the lease ends: once it
-   * has ended the delivery may be claimed again, and the lease (not this worker) decides.
-   */
-  function writeFailed(batch: Ended[], error: unknown) {
-    report(error, 'webhook outcomes not written yet; trying again');
-    const now = Date.now();
-    const keep = batch.filter((o) => o.leaseEndsAt - LEASE_MARGIN_MS > now);
-    if (keep.length < batch.length) {
-      logger.warn(
-        { deliveries: batch.length - keep.length },
-        'webhook outcomes not written before their lease ends; the lease returns them to the queue',
-      );
-    }
-    ended = keep.concat(ended);
-    writeRetryAt = now + writeRetryMs;
-    writeRetryMs = Math.min(writeRetryMs * 2, WRITE_RETRY_MAX_MS);
-  }
-
-  async function write(batch: Ended[]): Promise<void> {
-    if (batch.length === 0) return;
-    await recordOutcomes(engine, batch).then(
-      (result) => afterWrite(batch, result),
-      (error) => writeFailed(batch, error),
-    );
-  }
-
-  /**
-   * Writes a batch and claims up to `request.take` more: one statement when there are both (the
-   * batch's slots count as free in the claim), else whichever there is. The claim, or null when
-   * none was made.
-   */
-  async function exchange(
-    batch: Ended[],
-    request: Omit<ClaimRequest, 'ending'>,
-  ): Promise<ClaimResult | null> {
-    if (request.take <= 0) {
-      await write(batch);
-      return null;
-    }
-    if (batch.length === 0) return claimDeliveries(engine, request);
-    let result: Awaited<ReturnType<typeof recordAndClaim>>;
-    try {
-      result = await recordAndClaim(engine, batch, request);
-    } catch (error) {
-      writeFailed(batch, error);
-      return null;
-    }
-    afterWrite(batch, result);
-    return result.claim;
   }
 
   const housekeepingEveryMs = Math.min(config.leaseMs / 2, 5000);
@@ -482,9 +396,9 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       await releaseExpiredLeases(engine);
       await dropFinishedPayloads(engine);
     }
-    const writable = Date.now() >= writeRetryAt;
-    const batch = writable ? ended.splice(0) : [];
-    if (!writable) waitMs = Math.min(waitMs, writeRetryAt - Date.now());
+    const writeIn = toWrite.writeInMs();
+    const batch = toWrite.take();
+    if (writeIn > 0) waitMs = Math.min(waitMs, writeIn);
     // The worker holds up to twice what it may send (four times, of one webhook): attempts in flight
     // and the rest queued behind them.
     // The deliveries of the batch being written are no longer held: the claim counts them so, here
@@ -498,12 +412,12 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
           ? standbyFoundNothingAt + SHARE_AFTER_MS - Date.now()
           : fruitlessClaimAt + config.idleGapMs - Date.now();
     if (claimIn > 0) waitMs = Math.min(waitMs, claimIn);
-    const ahead = HOLD * config.concurrency - running.size - heldCount() - ended.length;
+    const ahead = HOLD * config.concurrency - running.size - heldCount() - toWrite.count;
     const free =
       stopping || claimIn > 0
         ? 0
         : saturated
-          ? Math.min(ahead, config.concurrency + spare - running.size - waitingForSlot() - ended.length)
+          ? Math.min(ahead, config.concurrency + spare - running.size - waitingForSlot() - toWrite.count)
           : ahead;
     const claimSentAt = Date.now();
     if (free > 0) metrics?.claims.inc();
@@ -523,8 +437,8 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       leaseMs: config.leaseMs,
       owner,
     };
-    const [claim] = await Promise.all([exchange(batch, request), giveBack(unsent.splice(0))]);
-    if (ended.length > 0) waitMs = Math.min(waitMs, Math.max(writeRetryAt - Date.now(), 1));
+    const [claim] = await Promise.all([toWrite.exchange(batch, request), giveBack(unsent.splice(0))]);
+    if (toWrite.count > 0) waitMs = Math.min(waitMs, Math.max(toWrite.writeInMs(), 1));
     if (!claim) {
       if (batch.length > 0) idleRounds = 0;
       return waitMs;
@@ -547,8 +461,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     // Less than asked for, and a slot still free: nothing waits for this worker's slots any more.
     if (claim.claimed.length < free && running.size < config.concurrency) saturated = false;
     if (claim.claimed.length === free) return spaced(startedAt, 0);
-    const retryIn = retryDueAt - Date.now();
-    retryDueAt = Number.POSITIVE_INFINITY;
+    const retryIn = toWrite.takeRetryDue() - Date.now();
     const idle =
       claim.claimed.length === 0 &&
       !claim.dueLeft &&
@@ -556,7 +469,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       !claim.skipped &&
       running.size === 0 &&
       held.size === 0 &&
-      ended.length === 0 &&
+      toWrite.count === 0 &&
       unsent.length === 0 &&
       retryIn === Number.POSITIVE_INFINITY &&
       !outboxDirty;
@@ -593,13 +506,13 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       await Promise.race([all, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
       clearTimeout(timer);
       if (gathering) clearTimeout(gathering);
-      await write(ended.splice(0));
+      await toWrite.flush();
       const ahead = [...held.values()].flat().map((h) => h.claimed);
       held.clear();
       await giveBack(ahead.concat(unsent.splice(0)));
       const left = [...running.values()]
-        .map((f) => f.claimed as Outcome['claimed'])
-        .concat(ended.map((o) => o.claimed));
+        .map((f): Pick<Claimed, 'id' | 'lease_token'> => f.claimed)
+        .concat(toWrite.unwritten());
       if (left.length > 0) {
         await releaseLeases(engine, left).catch((error) =>
           report(error, 'in-flight deliveries not released'),
