@@ -5,7 +5,8 @@
 
 /**
  * A receiver that answered its last attempt in under this many ms is fast: its worker holds more of
- * its deliveries (FAST_HOLD_PER_WEBHOOK in worker.ts).
+ * its deliveries (FAST_HOLD_PER_WEBHOOK in worker.ts), and more in all while all its receivers are
+ * (FAST_HOLD).
  */
 export const FAST_ANSWER_MS = 250;
 /** Webhooks whose last answer time a worker remembers; the oldest is forgotten first. */
@@ -28,6 +29,8 @@ export interface WebhookSlots {
   answered(webhook: string, ms: number): void;
   /** Of `held` and the webhooks sent to, those whose receivers answered their last attempt fast. */
   fast(held: Iterable<string>): string[];
+  /** Some webhook is held or sent to, and the receivers of all of them answered fast. */
+  allFast(held: Iterable<string>): boolean;
 }
 
 export function webhookSlots(bound: number): WebhookSlots {
@@ -40,6 +43,7 @@ export function webhookSlots(bound: number): WebhookSlots {
   /** How long each webhook's receiver took over its last attempt, in ms, oldest answer first. */
   const answeredIn = new Map<string, number>();
   const sendingTo = (webhook: string) => sending.get(webhook) ?? 0;
+  const isFast = (webhook: string) => (answeredIn.get(webhook) ?? Number.POSITIVE_INFINITY) < FAST_ANSWER_MS;
   return {
     sendingTo,
     sending: () => sending.keys(),
@@ -60,13 +64,11 @@ export function webhookSlots(bound: number): WebhookSlots {
       if (answeredIn.size > REMEMBERED_ANSWERS) answeredIn.delete(answeredIn.keys().next().value as string);
     },
     fast(held) {
-      const fast = new Set<string>();
-      const judge = (webhook: string) => {
-        if ((answeredIn.get(webhook) ?? Number.POSITIVE_INFINITY) < FAST_ANSWER_MS) fast.add(webhook);
-      };
-      for (const webhook of held) judge(webhook);
-      for (const webhook of sending.keys()) judge(webhook);
-      return [...fast];
+      return [...new Set([...held, ...sending.keys()])].filter(isFast);
+    },
+    allFast(held) {
+      const all = new Set([...held, ...sending.keys()]);
+      return all.size > 0 && [...all].every(isFast);
     },
   };
 }
