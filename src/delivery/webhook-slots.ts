@@ -5,8 +5,7 @@
 
 /**
  * A receiver that answered its last attempt in under this many ms is fast: its worker holds more of
- * its deliveries (FAST_HOLD_PER_WEBHOOK in worker.ts), and more in all while all its receivers are
- * (FAST_HOLD).
+ * its deliveries (FAST_HOLD_PER_WEBHOOK in worker.ts).
  */
 export const FAST_ANSWER_MS = 250;
 /** Webhooks whose last answer time a worker remembers; the oldest is forgotten first. */
@@ -29,8 +28,11 @@ export interface WebhookSlots {
   answered(webhook: string, ms: number): void;
   /** Of `held` and the webhooks sent to, those whose receivers answered their last attempt fast. */
   fast(held: Iterable<string>): string[];
-  /** Some webhook is held or sent to, and the receivers of all of them answered fast. */
-  allFast(held: Iterable<string>): boolean;
+  /**
+   * Some webhook is held or sent to, and the receivers of all of them answered their last attempt
+   * in under `ms`.
+   */
+  allAnsweredWithin(held: Iterable<string>, ms: number): boolean;
 }
 
 export function webhookSlots(bound: number): WebhookSlots {
@@ -43,7 +45,9 @@ export function webhookSlots(bound: number): WebhookSlots {
   /** How long each webhook's receiver took over its last attempt, in ms, oldest answer first. */
   const answeredIn = new Map<string, number>();
   const sendingTo = (webhook: string) => sending.get(webhook) ?? 0;
-  const isFast = (webhook: string) => (answeredIn.get(webhook) ?? Number.POSITIVE_INFINITY) < FAST_ANSWER_MS;
+  const within = (ms: number) => (webhook: string) =>
+    (answeredIn.get(webhook) ?? Number.POSITIVE_INFINITY) < ms;
+  const isFast = within(FAST_ANSWER_MS);
   return {
     sendingTo,
     sending: () => sending.keys(),
@@ -66,9 +70,9 @@ export function webhookSlots(bound: number): WebhookSlots {
     fast(held) {
       return [...new Set([...held, ...sending.keys()])].filter(isFast);
     },
-    allFast(held) {
+    allAnsweredWithin(held, ms) {
       const all = new Set([...held, ...sending.keys()]);
-      return all.size > 0 && [...all].every(isFast);
+      return all.size > 0 && [...all].every(within(ms));
     },
   };
 }

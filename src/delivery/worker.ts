@@ -11,10 +11,9 @@
 //
 // The worker claims ahead: for each webhook it alone holds, it holds up to four times its bound on
 // attempts in flight (eight times for a receiver that answers fast; twice its own concurrency in
-// all, four times while all its receivers answer fast), the rest waiting in a local queue, so an
-// attempt that ends is followed at once by the next one of its webhook instead of after a round
-// trip to the database. A webhook another worker holds
-// is left to it while it keeps up; once its due deliveries wait (receivers slower than its attempts
+// all, four times while all its receivers answer within 50 ms), the rest waiting in a local queue,
+// so an attempt that ends is followed at once by the next one of its webhook instead of after a
+// round trip to the database. A webhook another worker holds is left to it while it keeps up; once its due deliveries wait (receivers slower than its attempts
 // in flight), it is shared within its bound: a sharer holds nothing ahead, and the worker holding
 // most of it keeps its queue with its attempts in flight capped (the claim's `in_flight_cap`, kept
 // in webhook-slots.ts). The claim counts every case, so the bound on a webhook's attempts in flight
@@ -55,16 +54,19 @@ const SKIPPED_RETRY_MS = 10;
 /** A worker holds up to this many times its concurrency: attempts in flight and a local queue. */
 export const HOLD = 2;
 /**
- * A worker all of whose webhooks answer fast (FAST_ANSWER_MS, webhook-slots.ts) holds up to this many
- * times its concurrency. With HOLD, a drain's rounds came about 10 ms apart at 3,000 deliveries/s (the
- * queue behind 16 attempts ran low, so the rounds were not spaced) and wrote about 30 outcomes each;
- * with four times they are spaced (backlogRoundMs) and write about 100: PostgreSQL's CPU per delivery
- * 0.08 to 0.10 ms against 0.11 to 0.13, the drain 3,957 against 3,355 deliveries/s (medians of five
- * alternated runs). Not for slow receivers: what a worker holds of a webhook counts against the
- * webhook's bound for every other worker, and deliveries held behind attempts that hang are better
- * left for a worker with free slots to share.
+ * A worker all of whose receivers answered their last attempt in under QUICK_ANSWER_MS holds up to
+ * this many times its concurrency. With HOLD, a drain's rounds came about 10 ms apart at 3,000
+ * deliveries/s (the queue behind 16 attempts ran low, so the rounds were not spaced) and wrote about
+ * 30 outcomes each; with four times they are spaced (backlogRoundMs) and write about 100:
+ * PostgreSQL's CPU per delivery 0.08 to 0.10 ms against 0.11 to 0.13, the drain 3,957 against 3,355
+ * deliveries/s (medians of five alternated runs). Not for slower receivers: what a worker holds of a
+ * webhook counts against the webhook's bound for every other worker, so deliveries held behind
+ * attempts that take long are better left for a worker with free slots to share (receivers answering
+ * in 100 ms: a second process added 466 and 498 deliveries/s where it had added 543 to 583).
  */
 export const FAST_HOLD = 4;
+/** See FAST_HOLD: receivers that answer within this many ms (on the same network, say). */
+export const QUICK_ANSWER_MS = 50;
 /**
  * Of one webhook, a worker holds up to this many times the webhook's bound on attempts in flight.
  * Twice left the webhook's queue a few milliseconds deep at a drain's pace (4 webhooks answering at
@@ -412,7 +414,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     const batch = toWrite.take();
     if (writeIn > 0) waitMs = Math.min(waitMs, writeIn);
     // The worker holds up to HOLD times what it may send (FAST_HOLD while all its receivers answer
-    // fast; HOLD_PER_WEBHOOK times, of one webhook): attempts in flight and the rest queued behind them.
+    // quickly; HOLD_PER_WEBHOOK times, of one webhook): attempts in flight and the rest queued behind them.
     // The deliveries of the batch being written are no longer held: the claim counts them so, here
     // and in the per-webhook bound.
     // A round that writes outcomes claims at once (their slots are free now); one woken only by a
@@ -425,7 +427,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
           : fruitlessClaimAt + config.idleGapMs - Date.now();
     if (claimIn > 0) waitMs = Math.min(waitMs, claimIn);
     const ahead =
-      (slots.allFast(held.keys()) ? FAST_HOLD : HOLD) * config.concurrency -
+      (slots.allAnsweredWithin(held.keys(), QUICK_ANSWER_MS) ? FAST_HOLD : HOLD) * config.concurrency -
       running.size -
       heldCount() -
       toWrite.count;
