@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import pino from 'pino';
 import { Registry } from 'prom-client';
+import { claimRequest, succeededOutcome } from '../../test/support/webhooks.js';
 import { createPostgresDb } from '../db/db.js';
 import { createDeliveryMetrics } from './metrics.js';
 import { type Ended, LEASE_MARGIN_MS, outcomes } from './outcomes.js';
@@ -32,30 +33,9 @@ function harness() {
 }
 
 const ended = (leaseEndsAt: number): Ended => ({
-  claimed: { id: randomUUID(), lease_token: randomUUID() },
-  recorded: {
-    status: 'succeeded',
-    maxAttempts: 8,
-    nextRetryInMs: null,
-    httpStatus: 200,
-    error: null,
-    durationMs: 3,
-    counts: true,
-  },
+  ...succeededOutcome({ id: randomUUID(), lease_token: randomUUID() }),
   leaseEndsAt,
 });
-
-const claimRequest = {
-  take: 4,
-  perWebhook: 16,
-  fast: [],
-  fastPerWebhook: 32,
-  inFlightPerWebhook: 4,
-  shareAfterMs: 500,
-  leaseToken: randomUUID(),
-  leaseMs: 60_000,
-  owner: randomUUID(),
-};
 
 test('a write that fails keeps its outcomes ahead of later ones, backs off doubling, counts nothing', async () => {
   const { toWrite, reported, counted } = harness();
@@ -66,7 +46,7 @@ test('a write that fails keeps its outcomes ahead of later ones, backs off doubl
   assert.equal(batch.length, 2);
   assert.equal(toWrite.count, 0, 'taken for the write');
 
-  assert.equal(await toWrite.exchange(batch, claimRequest), null, 'no claim from a database that is down');
+  assert.equal(await toWrite.exchange(batch, claimRequest()), null, 'no claim from a database that is down');
   const later = ended(Date.now() + 60_000);
   toWrite.add(later);
   assert.deepEqual(
@@ -81,7 +61,7 @@ test('a write that fails keeps its outcomes ahead of later ones, backs off doubl
   await new Promise((resolve) => setTimeout(resolve, firstWait + 1));
   const again = toWrite.take();
   assert.equal(again.length, 3);
-  await toWrite.exchange(again, { ...claimRequest, take: 0 });
+  await toWrite.exchange(again, claimRequest(undefined, { take: 0 }));
   const secondWait = toWrite.writeInMs();
   assert.ok(secondWait > 25 && secondWait <= 50, `second back-off ${secondWait} ms, twice the first`);
   assert.equal(toWrite.count, 3, 'all still kept: their leases have time');

@@ -2,9 +2,9 @@
 // test CA) on a compressed retry schedule, tenants with webhooks on, and a receiver-side
 // verification written from docs/webhooks.md, independent of the service's own signing code.
 import assert from 'node:assert/strict';
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { after } from 'node:test';
-import type { Outcome } from '../../src/delivery/store.js';
+import type { ClaimRequest, Outcome } from '../../src/delivery/store.js';
 import type { Worker } from '../../src/delivery/worker.js';
 import { startDeliveryWorker } from '../../src/runtime.js';
 import type { Resolver } from '../../src/security/url-guard.js';
@@ -25,6 +25,24 @@ export const succeededOutcome = (claimed: Outcome['claimed']): Outcome => ({
     durationMs: 3,
     counts: true,
   },
+});
+
+/**
+ * A claim of `owner` for up to 10 deliveries, with a bound of 2 per webhook: 4 held alone, 2 for
+ * all workers together once shared (at once unless `shareAfterMs` says otherwise).
+ */
+export const claimRequest = (
+  owner: string = randomUUID(),
+  options: Partial<ClaimRequest> = {},
+): ClaimRequest => ({
+  take: 10,
+  perWebhook: 4,
+  inFlightPerWebhook: 2,
+  shareAfterMs: 0,
+  leaseToken: randomUUID(),
+  leaseMs: 30_000,
+  owner,
+  ...options,
 });
 
 export const FAST_SCHEDULE = '0.05,0.1,0.15,0.2,0.25,0.3,0.35';

@@ -9,7 +9,6 @@ import { after, test } from 'node:test';
 import { publishEvents } from '../../src/delivery/publish.js';
 import {
   type Claimed,
-  type ClaimRequest,
   claimDeliveries,
   recordAndClaim,
   recordOutcomes,
@@ -23,6 +22,7 @@ import { expectOk } from '../support/tenants.js';
 import { until } from '../support/wait.js';
 import {
   arrivalsAt,
+  claimRequest,
   claimsMade,
   createWebhook,
   deliveryWorker,
@@ -34,21 +34,6 @@ import {
   webhookService,
   webhookTenant,
 } from '../support/webhooks.js';
-
-/**
- * A claim of `owner` for up to 10 deliveries, with a bound of 2 per webhook: 4 held alone, 2 for
- * all workers together once shared (at once unless `shareAfterMs` says otherwise).
- */
-const claimRequest = (owner: string, options: Partial<ClaimRequest> = {}): ClaimRequest => ({
-  take: 10,
-  perWebhook: 4,
-  inFlightPerWebhook: 2,
-  shareAfterMs: 0,
-  leaseToken: randomUUID(),
-  leaseMs: 30_000,
-  owner,
-  ...options,
-});
 
 /** Deliveries held by workers (in flight or queued ahead), all webhooks together. */
 async function deliveringCount(svc: TestService): Promise<number> {
