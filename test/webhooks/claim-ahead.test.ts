@@ -7,12 +7,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, test } from 'node:test';
 import { publishEvents } from '../../src/delivery/publish.js';
-import {
-  type Claimed,
-  claimDeliveries,
-  recordAndClaim,
-  recordOutcomes,
-} from '../../src/delivery/store.js';
+import { type Claimed, claimDeliveries, recordAndClaim, recordOutcomes } from '../../src/delivery/store.js';
 import { webhookSlots } from '../../src/delivery/webhook-slots.js';
 import { FAST_HOLD_PER_WEBHOOK, HOLD, HOLD_PER_WEBHOOK } from '../../src/delivery/worker.js';
 import { seededRandom } from '../../src/demo/random.js';
