@@ -48,6 +48,8 @@ export function webhookSlots(bound: number): WebhookSlots {
   const within = (ms: number) => (webhook: string) =>
     (answeredIn.get(webhook) ?? Number.POSITIVE_INFINITY) < ms;
   const isFast = within(FAST_ANSWER_MS);
+  /** The webhooks held (`held`) or sent to, each once. */
+  const workedOn = (held: Iterable<string>) => [...new Set([...held, ...sending.keys()])];
   return {
     sendingTo,
     sending: () => sending.keys(),
@@ -67,12 +69,10 @@ export function webhookSlots(bound: number): WebhookSlots {
       answeredIn.set(webhook, ms);
       if (answeredIn.size > REMEMBERED_ANSWERS) answeredIn.delete(answeredIn.keys().next().value as string);
     },
-    fast(held) {
-      return [...new Set([...held, ...sending.keys()])].filter(isFast);
-    },
+    fast: (held) => workedOn(held).filter(isFast),
     allAnsweredWithin(held, ms) {
-      const all = new Set([...held, ...sending.keys()]);
-      return all.size > 0 && [...all].every(within(ms));
+      const all = workedOn(held);
+      return all.length > 0 && all.every(within(ms));
     },
   };
 }

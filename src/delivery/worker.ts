@@ -6,17 +6,17 @@
 // the attempts that ended (gathered for SVC_WEBHOOK_BATCH_MS; outcomes.ts keeps them and tries
 // again while the database refuses them), and, side by side with that write, claim deliveries. So
 // a busy worker spends two short statements on a whole batch of deliveries, not two transactions
-// on each. While it works through a backlog (every webhook it sends to has its
-// bound queued behind its attempts), its rounds come at most every SVC_WEBHOOK_BACKLOG_ROUND_MS.
+// on each. While it works through a backlog (every webhook it sends to has its bound queued behind
+// its attempts), its rounds come at most every SVC_WEBHOOK_BACKLOG_ROUND_MS.
 //
 // The worker claims ahead: for each webhook it alone holds, it holds up to four times its bound on
 // attempts in flight (eight times for a receiver that answers fast; twice its own concurrency in
 // all, four times while all its receivers answer within 50 ms), the rest waiting in a local queue,
 // so an attempt that ends is followed at once by the next one of its webhook instead of after a
-// round trip to the database. A webhook another worker holds is left to it while it keeps up; once its due deliveries wait (receivers slower than its attempts
-// in flight), it is shared within its bound: a sharer holds nothing ahead, and the worker holding
-// most of it keeps its queue with its attempts in flight capped (the claim's `in_flight_cap`, kept
-// in webhook-slots.ts). The claim counts every case, so the bound on a webhook's attempts in flight
+// round trip to the database. A webhook another worker holds is left to it while it keeps up; once
+// its due deliveries wait (receivers slower than its attempts in flight), it is shared within its
+// bound: a sharer holds nothing ahead, and the worker holding most of it keeps its queue with its
+// attempts in flight capped (the claim's `in_flight_cap`, kept in webhook-slots.ts). The claim counts every case, so the bound on a webhook's attempts in flight
 // stays global.
 //
 // It wakes on NOTIFY (an event committed, a delivery queued, within milliseconds), when its
@@ -414,7 +414,8 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     const batch = toWrite.take();
     if (writeIn > 0) waitMs = Math.min(waitMs, writeIn);
     // The worker holds up to HOLD times what it may send (FAST_HOLD while all its receivers answer
-    // quickly; HOLD_PER_WEBHOOK times, of one webhook): attempts in flight and the rest queued behind them.
+    // quickly; HOLD_PER_WEBHOOK times, of one webhook): attempts in flight and the rest queued
+    // behind them.
     // The deliveries of the batch being written are no longer held: the claim counts them so, here
     // and in the per-webhook bound.
     // A round that writes outcomes claims at once (their slots are free now); one woken only by a
