@@ -28,8 +28,13 @@ const CACHE = join(ROOT, 'node_modules', '.cache', 'svc-test');
 const PREFIX = 'bundle-';
 /** Where the TypeScript lives (node_modules and build output excluded). */
 const SOURCES = ['src', 'test', 'packages/client/src', 'packages/client/test', 'packages/client/scripts'];
+/**
+ * Modules a thread runs (new Worker(import.meta.url)): in them `import.meta.url` is their bundle's,
+ * so the thread starts from the bundle, not from the TypeScript.
+ */
+const THREAD_ENTRIES = ['src/delivery-thread.ts'];
 /** Entries besides the test files. */
-export const EXTRA_ENTRIES = ['src/cli.ts', 'test/support/pglite-template.ts'];
+export const EXTRA_ENTRIES = ['src/cli.ts', 'test/support/pglite-template.ts', ...THREAD_ENTRIES];
 const EXTERNAL = [
   '@electric-sql/pglite', // its WebAssembly and data files, by import.meta.url
   'ioredis', // __dirname in its error stacks
@@ -55,18 +60,22 @@ function typescript(dir, out = []) {
   return out;
 }
 
-/** Replaces `import.meta.url` in the repository's own TypeScript by the source's own URL. */
-const sourceUrls = {
+/**
+ * Replaces `import.meta.url` in the repository's own TypeScript by the source's own URL (by the
+ * URL of its bundle in `target` for THREAD_ENTRIES).
+ */
+const sourceUrls = (target) => ({
   name: 'source-urls',
   setup(build) {
     build.onLoad({ filter: /\.ts$/ }, (args) => {
       if (args.path.includes('/node_modules/')) return undefined;
       const text = readFileSync(args.path, 'utf8');
-      const url = JSON.stringify(pathToFileURL(args.path).href);
+      const thread = THREAD_ENTRIES.includes(relative(ROOT, args.path));
+      const url = JSON.stringify(pathToFileURL(thread ? compiledPath(target, args.path) : args.path).href);
       return { contents: text.replace(/\bimport\.meta\.url\b/g, url), loader: 'ts' };
     });
   },
-};
+});
 
 /**
  * Leaves the EXTERNAL packages out of the bundles. One that only a workspace has
@@ -111,7 +120,7 @@ function build(target, entries) {
       sourcemap: 'linked',
       sourcesContent: false,
       tsconfigRaw: { compilerOptions: tsconfig.compilerOptions },
-      plugins: [sourceUrls, externals],
+      plugins: [sourceUrls(target), externals],
       logLevel: 'error',
     })
     .then(() => renameSync(partial, target));

@@ -9,6 +9,7 @@ import { buildPublicApp, PUBLIC_PREFIX } from './apps/public.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { migrate } from './db/migrate.js';
 import type { Worker } from './delivery/worker.js';
+import { startEmbeddedWorker } from './delivery-thread.js';
 import { prepareDemo, printDemoBanner, readDemoKey, writeDemoEnv } from './demo/demo.js';
 import { MAX_RATE, type Simulation, startSimulation } from './demo/simulate.js';
 import type { App } from './http/kit.js';
@@ -146,7 +147,7 @@ async function serve(args: string[]): Promise<number> {
   }
   const maintenance = startMaintenance(deps);
   // Off: this process serves the APIs only; `svc worker` processes deliver.
-  const worker = cfg.webhooks.embeddedWorker ? await startDeliveryWorker(deps) : null;
+  const worker = cfg.webhooks.embeddedWorker ? await startEmbeddedWorker(deps) : null;
 
   let simulator: Simulation | null = null;
   if (demo) {
@@ -175,7 +176,11 @@ async function serve(args: string[]): Promise<number> {
     }
   }
 
-  await untilSignal();
+  // A delivery thread that ended on its own stops the process as a signal would, and fails it.
+  const failed = await Promise.race([
+    untilSignal().then(() => false),
+    ...(worker ? [worker.ended.then(() => true)] : []),
+  ]);
   await simulator?.stop();
   maintenance.stop();
   await shutdown(
@@ -189,6 +194,7 @@ async function serve(args: string[]): Promise<number> {
   );
   await deps.limiter.close();
   await db.close();
+  if (failed) return 1;
   deps.logger.info('stopped cleanly');
   return 0;
 }

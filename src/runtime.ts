@@ -3,6 +3,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import type { FastifyBaseLogger } from 'fastify';
 import type { Deps } from './apps/deps.js';
 import type { Config } from './config.js';
 import { createPgliteDb, createPostgresDb, type Db } from './db/db.js';
@@ -10,10 +11,10 @@ import { migrate } from './db/migrate.js';
 import { createDeliveryMetrics } from './delivery/metrics.js';
 import { createSender } from './delivery/send.js';
 import { DEDICATED_WORKERS } from './delivery/standby.js';
-import { startWorker, type Worker } from './delivery/worker.js';
+import { startWorker, type Worker, type WorkerDeps } from './delivery/worker.js';
 import { createIdentityCache } from './http/auth.js';
 import { createCursorCodec } from './http/cursor.js';
-import { createMetrics } from './http/metrics.js';
+import { createMetrics, type Metrics } from './http/metrics.js';
 import { prettyStream, wantsPretty } from './log-pretty.js';
 import { createLogger } from './logger.js';
 import { withFallback } from './ratelimit/fallback.js';
@@ -85,15 +86,19 @@ function createLimiter(config: Config, logger: Deps['logger'], now: () => number
   });
 }
 
+/** The log of this process: readable lines on a terminal (unless told otherwise), JSON elsewhere. */
+export function processLogger(config: Config, isTTY = process.stdout.isTTY): FastifyBaseLogger {
+  return createLogger(
+    config.logLevel,
+    wantsPretty(config.logFormat, isTTY) ? prettyStream(process.stdout, isTTY === true) : undefined,
+  );
+}
+
 export async function createDeps(config: Config, db: Db): Promise<Deps> {
   const now = Date.now;
   const masterKey = await resolveMasterKey(config);
   await migrate(db);
-  const stdout = process.stdout;
-  const logger = createLogger(
-    config.logLevel,
-    wantsPretty(config.logFormat, stdout.isTTY) ? prettyStream(stdout, stdout.isTTY === true) : undefined,
-  );
+  const logger = processLogger(config);
   return {
     config,
     db,
@@ -103,11 +108,16 @@ export async function createDeps(config: Config, db: Db): Promise<Deps> {
     metrics: createMetrics(),
     cursors: createCursorCodec({ db, masterKey, refreshMs: config.authCacheTtlMs, now }),
     secrets: createSecretBox(masterKey),
-    // One resolver, so the API and the worker of this process share its cache.
+    // One resolver, so the API and a worker on the same thread share its cache.
     resolve: createTargetResolver({ timeoutMs: config.webhooks.dnsTimeoutMs }),
     now,
   };
 }
+
+/** What a delivery worker is made of: the application's dependencies, or a thread's own (delivery-thread.ts). */
+export type DeliveryParts = Pick<Deps, 'config' | 'db' | 'logger' | 'secrets' | 'resolve'> & {
+  metrics: Pick<Metrics, 'registry'>;
+};
 
 /** Connections of a delivery worker's own pool. */
 const ENGINE_CONNECTIONS = 3;
@@ -117,8 +127,8 @@ const ENGINE_CONNECTIONS = 3;
  * settings that widen what a delivery may reach are logged loudly whenever they are on.
  */
 export async function startDeliveryWorker(
-  deps: Deps,
-  options: { writersElsewhere?: boolean } = {},
+  deps: DeliveryParts,
+  options: Pick<WorkerDeps, 'writersElsewhere' | 'writersPublish'> = {},
 ): Promise<Worker> {
   const { webhooks } = deps.config;
   if (webhooks.allowPrivateTargets) {

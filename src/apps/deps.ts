@@ -20,7 +20,7 @@ export interface Deps {
   cursors: CursorCodec;
   /** Seals webhook secrets at rest. */
   secrets: SecretBox;
-  /** Resolves webhook hosts for the SSRF guard (src/security/resolver.ts), shared by the API and the worker. */
+  /** Resolves webhook hosts for the SSRF guard (src/security/resolver.ts), shared by the API and a worker on the same thread. */
   resolve?: Resolver;
   now: () => number;
 }

@@ -122,6 +122,12 @@ export interface WorkerDeps {
    * (written LEFT_BEHIND_MS ago or more: a writer that stopped between its commit and its publish).
    */
   writersElsewhere?: boolean;
+  /**
+   * Whether the writers beside this worker publish their own events now (it then leaves the outbox
+   * to them and only polls it). By default, this process's writers on `db` (publishingForWriters);
+   * a worker on a thread of its own is told by the thread that runs them.
+   */
+  writersPublish?: () => boolean;
 }
 
 export interface Worker {
@@ -136,6 +142,7 @@ export interface Worker {
 
 export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   const { db, engine, config, logger, metrics } = deps;
+  const writersPublish = deps.writersPublish ?? (() => publishingForWriters(db));
   /** Who this worker is, for the claim: the webhooks whose deliveries it holds stay its own. */
   const owner = randomUUID();
   /** Attempts under way. */
@@ -264,7 +271,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       ? []
       : [
           db.listen('svc_outbox', () => {
-            if (publishingForWriters(db)) return;
+            if (writersPublish()) return;
             outboxDirty = true;
             wakeForWork();
           }),

@@ -5,6 +5,17 @@ export interface Metrics {
   registry: Registry;
   requestDuration: Histogram<'app' | 'method' | 'route' | 'status'>;
   authFailures: Counter<'code'>;
+  /**
+   * Metrics of this process kept on other threads (the delivery thread's own registry), each in
+   * the text format, appended to the registry's by metricsText().
+   */
+  elsewhere: Set<() => Promise<string>>;
+}
+
+/** Everything this process measures, in Prometheus's text format. */
+export async function metricsText(metrics: Pick<Metrics, 'registry' | 'elsewhere'>): Promise<string> {
+  const parts = await Promise.all([metrics.registry.metrics(), ...[...metrics.elsewhere].map((f) => f())]);
+  return parts.filter((part) => part !== '').join('\n');
 }
 
 export function createMetrics(): Metrics {
@@ -12,6 +23,7 @@ export function createMetrics(): Metrics {
   collectDefaultMetrics({ register: registry });
   return {
     registry,
+    elsewhere: new Set(),
     requestDuration: new Histogram({
       name: 'svc_http_request_duration_seconds',
       help: 'Time to answer an HTTP request, by application, method, route template and status.',

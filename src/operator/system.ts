@@ -1,6 +1,7 @@
 // Health, readiness, metrics and cursor-key rotation.
 import { Type } from 'typebox';
 import type { App } from '../http/kit.js';
+import { metricsText } from '../http/metrics.js';
 import type { OperatorDeps } from './deps.js';
 
 // Below the smallest SVC_REQUEST_TIMEOUT_MS (1 s), so the probe always answers itself.
@@ -31,7 +32,7 @@ export function systemRoutes(app: App, deps: OperatorDeps): void {
   });
 
   app.get('/metrics', async (_request, reply) => {
-    const text = await deps.metrics.registry.metrics();
+    const text = await metricsText(deps.metrics);
     return reply.type(deps.metrics.registry.contentType).send(text);
   });
 
