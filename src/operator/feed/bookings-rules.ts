@@ -4,7 +4,7 @@
 import { randomInt } from 'node:crypto';
 import type { Static } from 'typebox';
 import type { InternalStatus } from '../../domain/bookings.js';
-import { invalidField } from '../../http/errors.js';
+import { type AppError, invalidField } from '../../http/errors.js';
 import type {
   BookingInput,
   BookingRecordRow,
@@ -151,14 +151,15 @@ export function checkFieldRules(c: BookingColumns, originatorId: string): void {
   }
 }
 
-/** A booking number is digits and begins with the originator's organization code. */
-export function checkReference(reference: string, code: string): void {
-  if (!reference.startsWith(code) || reference.length <= code.length) {
-    throw invalidField('reference', `reference debe empezar por el código de la organización (${code}).`);
-  }
+/**
+ * A booking number begins with the originator's organization code and is longer than it (judged
+ * with the write, feed_write_booking, which knows the code): the error that says so.
+ */
+export function referenceRefused(code: string): AppError {
+  return invalidField('reference', `reference debe empezar por el código de la organización (${code}).`);
 }
 
-/** The organization code followed by 8 random digits. */
-export function generateReference(code: string, digits: () => number = () => randomInt(100_000_000)): string {
-  return `${code}${String(digits()).padStart(8, '0')}`;
+/** The random part of a new booking number: 8 digits, zero-padded, after the organization code. */
+export function drawDigits(digits: () => number = () => randomInt(100_000_000)): string {
+  return String(digits()).padStart(8, '0');
 }

@@ -36,8 +36,14 @@ function pathIds(params: { id: string; rid: string }): [string, string] {
  * committed meanwhile (publishCommitted), so the platform's write is in the event log by the time
  * it is answered (workers would publish it within moments anyway).
  */
-async function inTx<T>(db: Db, fn: (q: Queryable) => Promise<T>, log: FastifyBaseLogger): Promise<T> {
-  const result = await db.tx(fn).catch(constraintToClientError);
+async function inTx<T>(
+  db: Db,
+  fn: (q: Queryable) => Promise<T>,
+  log: FastifyBaseLogger,
+  /** The write is one statement (a booking's PUT): it is its own transaction, one round trip. */
+  oneStatement = false,
+): Promise<T> {
+  const result = await (oneStatement ? fn(db) : db.tx(fn)).catch(constraintToClientError);
   // The write has committed: a failure to publish now is the workers' to make good, not a 500.
   await publishCommitted(db).catch((error) =>
     log.warn({ err: error }, 'events left to the workers to publish'),
@@ -62,11 +68,23 @@ export function feedRoutes(app: App, deps: OperatorDeps): void {
   const { db } = deps;
 
   // PUT creates (201) or replaces (200); DELETE answers {deleted: true}.
-  const resource = <B>(path: string, body: TSchema, row: TSchema, upsert: Upsert<B>, remove: Remove) => {
+  const resource = <B>(
+    path: string,
+    body: TSchema,
+    row: TSchema,
+    upsert: Upsert<B>,
+    remove: Remove,
+    oneStatement = false,
+  ) => {
     const url = `/organizations/:id/${path}/:rid`;
     app.put(url, upsertSchema(body, row), async (request, reply) => {
       const [organizationId, id] = pathIds(request.params as { id: string; rid: string });
-      const written = await inTx(db, (q) => upsert(q, organizationId, id, request.body as B), request.log);
+      const written = await inTx(
+        db,
+        (q) => upsert(q, organizationId, id, request.body as B),
+        request.log,
+        oneStatement,
+      );
       return reply.code(written.created ? 201 : 200).send(written.row);
     });
     app.delete(url, deleteSchema, async (request) => {
@@ -79,7 +97,8 @@ export function feedRoutes(app: App, deps: OperatorDeps): void {
   resource('customers', CustomerBody, Customer, upsertCustomer, deleteCustomer);
   resource('drivers', DriverBody, Driver, upsertDriver, deleteDriver);
   resource('vehicles', VehicleBody, Vehicle, upsertVehicle, deleteVehicle);
-  resource('bookings', BookingBody, BookingRecord, upsertBooking, deleteBooking);
+  // A booking's PUT is one statement (feed_write_booking): no transaction around it.
+  resource('bookings', BookingBody, BookingRecord, upsertBooking, deleteBooking, true);
 
   app.patch(
     '/organizations/:id/bookings/:rid',
