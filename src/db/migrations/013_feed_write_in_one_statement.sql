@@ -43,82 +43,71 @@ DECLARE
   org_code text;
   prev bookings;
   r bookings;
+  refusal text;
   new_customer uuid;
   number text;
   draw text;
 BEGIN
   SELECT o.code INTO org_code FROM organizations o WHERE o.id = org;
-  IF NOT FOUND THEN
-    RETURN QUERY SELECT 'no_organization'::text, NULL::text, NULL::boolean, (NULL::bookings).*;
-    RETURN;
-  END IF;
-  SELECT * INTO prev FROM bookings b WHERE b.id = booking_id FOR UPDATE;
-  IF prev.id IS NOT NULL AND prev.originator_organization_id <> org THEN
-    RETURN QUERY SELECT 'another_organization'::text, NULL::text, NULL::boolean, (NULL::bookings).*;
-    RETURN;
-  END IF;
-  IF NOT rules_ok THEN
-    RETURN QUERY SELECT 'rules'::text, NULL::text, NULL::boolean, (NULL::bookings).*;
-    RETURN;
-  END IF;
-  IF given_reference IS NOT NULL
-     AND (NOT starts_with(given_reference, org_code) OR length(given_reference) <= length(org_code)) THEN
-    RETURN QUERY SELECT 'reference_prefix'::text, org_code, NULL::boolean, (NULL::bookings).*;
-    RETURN;
-  END IF;
-
-  r := jsonb_populate_record(NULL::bookings, cols);
-  IF r.executor_organization_id IS NOT NULL
-     AND NOT EXISTS (SELECT 1 FROM organizations o WHERE o.id = r.executor_organization_id) THEN
-    RETURN QUERY SELECT 'executor'::text, NULL::text, NULL::boolean, (NULL::bookings).*;
-    RETURN;
-  END IF;
-  -- Share-locked, so that a concurrent soft delete of the customer waits for this write.
-  new_customer := CASE WHEN r.customer_id IS DISTINCT FROM prev.customer_id THEN r.customer_id END;
-  IF new_customer IS NOT NULL AND NOT EXISTS (
-    SELECT 1 FROM customers c
-    WHERE c.id = new_customer AND c.organization_id = org AND c.deleted_at IS NULL FOR SHARE
-  ) THEN
-    RETURN QUERY SELECT 'customer'::text, NULL::text, NULL::boolean, (NULL::bookings).*;
-    RETURN;
-  END IF;
-  IF r.driver_id IS NOT NULL AND NOT EXISTS (
-    SELECT 1 FROM drivers d
-    WHERE d.id = r.driver_id AND d.organization_id = coalesce(r.executor_organization_id, org)
-  ) THEN
-    RETURN QUERY SELECT 'driver'::text, NULL::text, NULL::boolean, (NULL::bookings).*;
-    RETURN;
-  END IF;
-  IF r.vehicle_id IS NOT NULL AND NOT EXISTS (
-    SELECT 1 FROM vehicles v
-    WHERE v.id = r.vehicle_id AND v.organization_id = coalesce(r.executor_organization_id, org)
-  ) THEN
-    RETURN QUERY SELECT 'vehicle'::text, NULL::text, NULL::boolean, (NULL::bookings).*;
-    RETURN;
-  END IF;
-
-  -- The number given, else the stored one, else the first drawn that no other booking has.
-  IF given_reference IS NOT NULL THEN
-    IF given_reference IS DISTINCT FROM prev.reference AND EXISTS (
-      SELECT 1 FROM bookings b WHERE b.reference = given_reference AND b.id <> booking_id
-    ) THEN
-      RETURN QUERY SELECT 'reference_taken'::text, NULL::text, NULL::boolean, (NULL::bookings).*;
-      RETURN;
-    END IF;
-    number := given_reference;
-  ELSIF prev.reference IS NOT NULL THEN
-    number := prev.reference;
+  IF org_code IS NULL THEN
+    refusal := 'no_organization';
   ELSE
-    FOREACH draw IN ARRAY coalesce(draws, '{}') LOOP
-      IF NOT EXISTS (SELECT 1 FROM bookings b WHERE b.reference = org_code || draw AND b.id <> booking_id) THEN
-        number := org_code || draw;
-        EXIT;
-      END IF;
-    END LOOP;
+    SELECT * INTO prev FROM bookings b WHERE b.id = booking_id FOR UPDATE;
+    refusal := CASE
+      WHEN prev.id IS NOT NULL AND prev.originator_organization_id <> org THEN 'another_organization'
+      WHEN NOT rules_ok THEN 'rules'
+      WHEN given_reference IS NOT NULL
+        AND (NOT starts_with(given_reference, org_code) OR length(given_reference) <= length(org_code))
+        THEN 'reference_prefix'
+    END;
+  END IF;
+  IF refusal IS NULL THEN
+    r := jsonb_populate_record(NULL::bookings, cols);
+    -- A customer is checked only when it changes (one deleted since may stay on the booking).
+    new_customer := CASE WHEN r.customer_id IS DISTINCT FROM prev.customer_id THEN r.customer_id END;
+    -- The rows it links to, in one query; the customer share-locked, so that a concurrent soft
+    -- delete of it waits for this write.
+    SELECT CASE
+      WHEN r.executor_organization_id IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM organizations o WHERE o.id = r.executor_organization_id)
+        THEN 'executor'
+      WHEN new_customer IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM customers c
+        WHERE c.id = new_customer AND c.organization_id = org AND c.deleted_at IS NULL FOR SHARE)
+        THEN 'customer'
+      WHEN r.driver_id IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM drivers d
+        WHERE d.id = r.driver_id AND d.organization_id = coalesce(r.executor_organization_id, org))
+        THEN 'driver'
+      WHEN r.vehicle_id IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM vehicles v
+        WHERE v.id = r.vehicle_id AND v.organization_id = coalesce(r.executor_organization_id, org))
+        THEN 'vehicle'
+      -- A number the platform gave that another booking has.
+      WHEN given_reference IS NOT NULL AND given_reference IS DISTINCT FROM prev.reference AND EXISTS (
+        SELECT 1 FROM bookings b WHERE b.reference = given_reference AND b.id <> booking_id)
+        THEN 'reference_taken'
+    END INTO refusal;
+  END IF;
+  IF refusal IS NULL THEN
+    -- The number given, else the stored one, else the first drawn that no other booking has.
+    number := coalesce(given_reference, prev.reference);
     IF number IS NULL THEN
-      RETURN QUERY SELECT 'no_number'::text, NULL::text, NULL::boolean, (NULL::bookings).*;
-      RETURN;
+      FOREACH draw IN ARRAY coalesce(draws, '{}') LOOP
+        IF NOT EXISTS (SELECT 1 FROM bookings b WHERE b.reference = org_code || draw AND b.id <> booking_id) THEN
+          number := org_code || draw;
+          EXIT;
+        END IF;
+      END LOOP;
+      IF number IS NULL THEN
+        refusal := 'no_number';
+      END IF;
     END IF;
+  END IF;
+  IF refusal IS NOT NULL THEN
+    RETURN QUERY SELECT refusal, CASE WHEN refusal = 'reference_prefix' THEN org_code END, NULL::boolean,
+      (NULL::bookings).*;
+    RETURN;
   END IF;
 
   IF prev.id IS NULL THEN
