@@ -19,7 +19,7 @@ import type { Deps } from './apps/deps.js';
 import type { Config } from './config.js';
 import { publishingForWriters } from './delivery/publish.js';
 import type { Worker } from './delivery/worker.js';
-import { openDatabase, processLogger, startDeliveryWorker } from './runtime.js';
+import { openDatabase, processLogger, resolveMasterKey, startDeliveryWorker } from './runtime.js';
 import { createTargetResolver } from './security/resolver.js';
 import { createSecretBox } from './security/secrets.js';
 
@@ -142,7 +142,6 @@ async function runThread(start: Start, port: NonNullable<typeof parentPort>): Pr
     masterKey: start.config.masterKey ? Buffer.from(start.config.masterKey) : null,
     dbPoolSize: THREAD_POOL,
   };
-  if (!config.masterKey) throw new Error('SVC_MASTER_KEY: required when DATABASE_URL is set');
   const logger = processLogger(config, start.isTTY).child({ thread: 'delivery' });
   const db = await openDatabase(config, logger);
   const registry = new Registry();
@@ -151,7 +150,7 @@ async function runThread(start: Start, port: NonNullable<typeof parentPort>): Pr
       config,
       db,
       logger,
-      secrets: createSecretBox(config.masterKey),
+      secrets: createSecretBox(await resolveMasterKey(config)),
       resolve: createTargetResolver({ timeoutMs: config.webhooks.dnsTimeoutMs }),
       metrics: { registry },
     },

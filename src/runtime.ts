@@ -14,7 +14,7 @@ import { DEDICATED_WORKERS } from './delivery/standby.js';
 import { startWorker, type Worker, type WorkerDeps } from './delivery/worker.js';
 import { createIdentityCache } from './http/auth.js';
 import { createCursorCodec } from './http/cursor.js';
-import { createMetrics, type Metrics } from './http/metrics.js';
+import { createMetrics, type Metrics, metricsText } from './http/metrics.js';
 import { prettyStream, wantsPretty } from './log-pretty.js';
 import { createLogger } from './logger.js';
 import { withFallback } from './ratelimit/fallback.js';
@@ -196,7 +196,7 @@ export async function startMetricsListener(deps: Deps): Promise<MetricsListener 
       res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found\n');
       return;
     }
-    registry.metrics().then(
+    metricsText(deps.metrics).then(
       (text) => {
         res.writeHead(200, { 'content-type': registry.contentType });
         res.end(req.method === 'HEAD' ? undefined : text);

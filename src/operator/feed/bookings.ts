@@ -26,24 +26,19 @@ type Digits = (() => number) | undefined;
 /** How many numbers a new booking may draw before the write gives up (each taken: 1 in 10^8 per booking of the code). */
 const DRAWS = 5;
 
-type Outcome =
-  | 'written'
-  | 'no_organization'
-  | 'another_organization'
-  | 'rules'
-  | 'reference_prefix'
-  | 'executor'
-  | 'customer'
-  | 'driver'
-  | 'vehicle'
-  | 'reference_taken'
-  | 'no_number';
-
 // One statement, its own transaction when run outside one: the checks and the write
 // (feed_write_booking in src/db/migrations/013_feed_write_in_one_statement.sql).
 const WRITE_SQL = 'SELECT * FROM feed_write_booking($1, $2, $3, $4, $5, $6, $7)';
 
-const LINK_ERRORS: Partial<Record<Outcome, () => AppError>> = {
+/**
+ * What each refusal of feed_write_booking answers: `code` is the organization's (given with
+ * reference_prefix), `broken` the error of the rules between fields.
+ */
+const REFUSALS = {
+  no_organization: () => notFound(),
+  another_organization: () => idOfAnotherOrganization(),
+  rules: (_code: string | null, broken: unknown) => broken,
+  reference_prefix: (code: string | null) => referenceRefused(code as string),
   executor: () =>
     invalidField('executor_organization_id', 'executor_organization_id no es una organización.'),
   customer: () => invalidField('customer_id', 'customer_id no es un cliente de la organización originadora.'),
@@ -54,53 +49,18 @@ const LINK_ERRORS: Partial<Record<Outcome, () => AppError>> = {
   reference_taken: () =>
     new AppError('conflict', { field: 'reference' }, 'Otra reserva ya tiene ese número.'),
   no_number: () => new AppError('internal'),
-};
+} satisfies Record<string, (code: string | null, broken: unknown) => unknown>;
+
+type Outcome = 'written' | keyof typeof REFUSALS;
 
 /**
- * Checks and writes a booking as `input` describes it whole. The rules between fields are judged
- * here; every check that needs the database, and the write, in one statement, in the feed's order:
- * the organization (404), whose the id is (409), the rules between fields, the number's prefix,
- * the rows it links to, the number's uniqueness. A failed check writes nothing.
+ * Creates (created: true) or replaces a booking; a field left out of the body is stored as null.
+ * The rules between fields are judged here; every check that needs the database, and the write,
+ * in one statement, in the feed's order: the organization (404), whose the id is (409), the rules
+ * between fields, the number's prefix, the rows it links to, the number's uniqueness. A failed
+ * check writes nothing.
  */
-async function write(
-  q: Queryable,
-  organizationId: string,
-  bookingId: string,
-  input: BookingInput,
-  digits: Digits,
-): Promise<Written<BookingRecordRow>> {
-  const c = toColumns(input);
-  let broken: unknown = null;
-  try {
-    checkFieldRules(c, organizationId);
-  } catch (error) {
-    broken = error;
-  }
-  const given = input.reference ?? null;
-  const draws = given === null ? Array.from({ length: DRAWS }, () => drawDigits(digits)) : null;
-  const [row] = await q.query<StoredRow & { outcome: Outcome; code: string | null; created: boolean }>(
-    WRITE_SQL,
-    [organizationId, bookingId, broken === null, given, draws, input.created_at ?? null, JSON.stringify(c)],
-  );
-  const { outcome, code, created, ...stored } = row as NonNullable<typeof row>;
-  switch (outcome) {
-    case 'written':
-      return { row: toRecord(stored), created };
-    case 'no_organization':
-      throw notFound();
-    case 'another_organization':
-      throw idOfAnotherOrganization();
-    case 'rules':
-      throw broken;
-    case 'reference_prefix':
-      throw referenceRefused(code as string);
-    default:
-      throw (LINK_ERRORS[outcome] as () => AppError)();
-  }
-}
-
-/** Creates (created: true) or replaces a booking. A field left out of the body is stored as null. */
-export function upsertBooking(
+export async function upsertBooking(
   q: Queryable,
   organizationId: string,
   bookingId: string,
@@ -108,7 +68,22 @@ export function upsertBooking(
   /** The random part of a new number (tests pass their own). */
   digits?: Digits,
 ): Promise<Written<BookingRecordRow>> {
-  return write(q, organizationId, bookingId, body, digits);
+  const c = toColumns(body);
+  let broken: unknown = null;
+  try {
+    checkFieldRules(c, organizationId);
+  } catch (error) {
+    broken = error;
+  }
+  const given = body.reference ?? null;
+  const draws = given === null ? Array.from({ length: DRAWS }, () => drawDigits(digits)) : null;
+  const [row] = await q.query<StoredRow & { outcome: Outcome; code: string | null; created: boolean }>(
+    WRITE_SQL,
+    [organizationId, bookingId, broken === null, given, draws, body.created_at ?? null, JSON.stringify(c)],
+  );
+  const { outcome, code, created, ...stored } = row as NonNullable<typeof row>;
+  if (outcome === 'written') return { row: toRecord(stored), created };
+  throw REFUSALS[outcome](code, broken);
 }
 
 /**
@@ -127,7 +102,7 @@ export async function patchBooking(
   );
   if (!previous) throw notFound();
   const input: BookingInput = { ...toInput(toRecord(previous)), ...patch };
-  return (await write(q, organizationId, bookingId, input, undefined)).row;
+  return (await upsertBooking(q, organizationId, bookingId, input)).row;
 }
 
 /** External-id links go with it (foreign key cascade); booking.deleted is announced. */
