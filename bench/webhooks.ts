@@ -878,6 +878,8 @@ async function measureSubject(
   inFlightLimit: number,
 ): Promise<Omit<ConfigurationResult, 'name' | 'label' | 'workerProcesses' | 'deliveryWorkers' | 'kind'>> {
   const sz = subject.sizes;
+  // What earlier configurations received is not looked at again.
+  receiver.forget();
   // First: the warm-up and the pause after it absorb what its thousands of rows leave the database
   // to do (in the phases after it, it lengthened the next configuration's latencies).
   const slowDrain = subject.slowFeed ? await slowDrainPhase(subject, subject.slowFeed, receiver) : null;
