@@ -10,7 +10,7 @@
 // delivers, then the delivering processes started and timed until the queue is empty).
 import { execFile, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -95,6 +95,7 @@ const { values: args } = parseArgs({
     'dry-run': { type: 'boolean', default: false },
     'report-only': { type: 'boolean', default: false },
     profile: { type: 'string' },
+    statements: { type: 'string' },
     rounds: { type: 'string', default: '1' },
   },
 });
@@ -474,6 +475,31 @@ async function probeQuery<R extends pg.QueryResultRow>(p: Probe, sql: string, pa
   return (p.pgClient as pg.Client).query<R>(sql, params);
 }
 
+/**
+ * --statements: what each statement cost PostgreSQL from a drain's first arrival to its last
+ * (pg_stat_statements, which must be preloaded and created in template1, so that the run's
+ * database has it), appended to the file: calls, ms, rows, shared buffers hit and dirtied, WAL
+ * records, and the statement's beginning.
+ */
+async function appendStatements(
+  file: string,
+  probe: Probe,
+  phase: string,
+  deliveries: number,
+): Promise<void> {
+  const top = await probeQuery<Record<string, unknown>>(
+    probe,
+    `SELECT calls, round(total_exec_time::numeric, 1) AS ms, rows, shared_blks_hit AS hit,
+            shared_blks_dirtied AS dirtied, wal_records AS wal,
+            regexp_replace(left(query, 100), '\\s+', ' ', 'g') AS statement
+     FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)
+     ORDER BY total_exec_time DESC LIMIT 12`,
+    [probe.dbName],
+  );
+  const header = `== ${phase}: ${deliveries} deliveries\ncalls | ms | rows | hit | dirtied | wal | statement\n`;
+  await appendFile(file, `${header}${top.rows.map((r) => Object.values(r).join(' | ')).join('\n')}\n`);
+}
+
 async function snapshot(p: Probe): Promise<Snapshot> {
   const workerCpu = await Promise.all(p.workers.map((w) => cpuMs(w.pid)));
   const postgres = new Map<number, number>();
@@ -790,10 +816,13 @@ async function drainPhase(subject: Subject, receiver: BenchReceiver, count: numb
     expected,
     () => {
       atFirst = snapshot(probe);
+      if (args.statements) void probeQuery(probe, 'SELECT pg_stat_statements_reset()', []);
     },
     true,
   );
   const atLast = await snapshot(probe);
+  if (args.statements && probe.pgClient)
+    await appendStatements(args.statements, probe, phase, delivered.length);
   const firstSnapshot = atFirst ? await atFirst : atLast;
   if (!complete) {
     for (const c of [probe.serve, ...probe.workers])
