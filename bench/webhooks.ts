@@ -797,6 +797,8 @@ async function drainPhase(subject: Subject, receiver: BenchReceiver, count: numb
   const ok = events.filter((e) => e.status === 201);
   const expected = ok.length * subject.fanOut;
   const from = receiver.arrivals.length;
+  // --statements: PostgreSQL only (PGlite has no pg_stat_statements, and the probe no client).
+  const statements = held ? args.statements : undefined;
   const before = await snapshot(probe);
   const startedAt = performance.now();
   await subject.start();
@@ -816,13 +818,12 @@ async function drainPhase(subject: Subject, receiver: BenchReceiver, count: numb
     expected,
     () => {
       atFirst = snapshot(probe);
-      if (args.statements) void probeQuery(probe, 'SELECT pg_stat_statements_reset()', []);
+      if (statements) void probeQuery(probe, 'SELECT pg_stat_statements_reset()', []);
     },
     true,
   );
   const atLast = await snapshot(probe);
-  if (args.statements && probe.pgClient)
-    await appendStatements(args.statements, probe, phase, delivered.length);
+  if (statements) await appendStatements(statements, probe, phase, delivered.length);
   const firstSnapshot = atFirst ? await atFirst : atLast;
   if (!complete) {
     for (const c of [probe.serve, ...probe.workers])
