@@ -61,9 +61,15 @@ try {
   const take = Number(args.take);
   const owner = randomUUID();
   const reset = await client.query(
-    `UPDATE webhook_deliveries SET status = 'pending', next_retry_at = now() - interval '1 second',
-       attempt = 0, lease_token = NULL, lease_owner = NULL, lease_until = NULL
-     WHERE id IN (SELECT id FROM webhook_deliveries ORDER BY created_at LIMIT $1)`,
+    `WITH due AS (
+       UPDATE webhook_deliveries SET status = 'pending', next_retry_at = now() - interval '1 second', attempt = 0
+       WHERE id IN (SELECT id FROM webhook_deliveries ORDER BY created_at LIMIT $1)
+       RETURNING id, webhook_id, event_id, next_retry_at
+     )
+     INSERT INTO delivery_queue (id, webhook_id, event_id, next_retry_at)
+     SELECT * FROM due
+     ON CONFLICT (id) DO UPDATE SET next_retry_at = excluded.next_retry_at,
+       lease_owner = NULL, lease_token = NULL, lease_until = NULL`,
     [due],
   );
   const total = await client.query('SELECT count(*)::int AS n FROM webhook_deliveries');
@@ -71,7 +77,7 @@ try {
   process.stdout.write(
     `${reset.rowCount} deliveries due of ${total.rows[0].n}; ${events.rows[0].n} events\n`,
   );
-  await client.query('VACUUM ANALYZE webhook_deliveries');
+  await client.query('VACUUM ANALYZE webhook_deliveries, delivery_queue');
   const db: Queryable = {
     query: async <T>(sql: string, params: readonly unknown[] = []) =>
       (await client.query(sql, params as unknown[])).rows as T[],

@@ -761,8 +761,8 @@ async function burstPhase(
 
 /** The engine's queue, held and released by the drain. */
 const ENGINE_QUEUE = {
-  hold: `UPDATE webhook_deliveries SET next_retry_at = now() + interval '1 day' WHERE status IN ('pending', 'failed')`,
-  release: `WITH due AS (UPDATE webhook_deliveries SET next_retry_at = now() WHERE status IN ('pending', 'failed') RETURNING 1)
+  hold: `UPDATE delivery_queue SET next_retry_at = now() + interval '1 day' WHERE lease_owner IS NULL`,
+  release: `WITH due AS (UPDATE delivery_queue SET next_retry_at = now() WHERE lease_owner IS NULL RETURNING 1)
             SELECT count(*) AS n, pg_notify('svc_deliveries', current_schema()) FROM due`,
 };
 

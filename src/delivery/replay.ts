@@ -33,10 +33,12 @@ export async function replayDeadDeliveries(q: Queryable, f: ReplayFilter): Promi
        ON CONFLICT (event_id) DO NOTHING
      ), replayed AS (
        UPDATE webhook_deliveries d SET
-         status = 'pending', next_retry_at = now(), replayed_from = d.attempt,
-         max_attempts = d.attempt + $5, lease_until = NULL, lease_token = NULL
+         status = 'pending', next_retry_at = now(), replayed_from = d.attempt, max_attempts = d.attempt + $5
        FROM picked p WHERE d.id = p.id
-       RETURNING 1
+       RETURNING d.id, d.webhook_id, d.event_id, d.next_retry_at
+     ), queued AS (
+       INSERT INTO delivery_queue (id, webhook_id, event_id, next_retry_at)
+       SELECT id, webhook_id, event_id, next_retry_at FROM replayed
      )
      SELECT count(*)::int AS n FROM replayed`,
     [f.webhookId, f.since, f.until, f.limit, MAX_ATTEMPTS],

@@ -1,5 +1,10 @@
 // SQL of the delivery engine. Every statement is short: a worker claims deliveries and commits,
 // makes its HTTP attempts with no transaction open, then records each outcome in one statement.
+//
+// A delivery's place in the queue and its lease are a row of delivery_queue while it is unfinished
+// (migration 014); webhook_deliveries keeps what the deliveries' list shows, and none of its indexes
+// covers what a delivery's state changes, so its writes can be heap-only. Every statement here that
+// changes a delivery's state writes both, in one statement.
 import type { Queryable } from '../db/db.js';
 import { CONSECUTIVE_FAILURES_TO_DISABLE } from './policy.js';
 
@@ -82,7 +87,7 @@ const firstRowOnly = (window: string, columns: Record<string, string>) =>
 /**
  * Claims up to `take` due deliveries and returns each with what its attempt needs, in one
  * statement. Fair by construction:
- * - it walks the webhooks that have waiting deliveries (a skip scan of the queue index, one probe
+ * - it walks the webhooks that have waiting deliveries (a skip scan of delivery_queue_due, one probe
  *   per webhook, however deep any backlog is) and takes from each only its oldest due rows, up to
  *   what `perWebhook` leaves free; so a webhook with thousands of due rows offers no more
  *   candidates than one with a single row;
@@ -102,7 +107,7 @@ const firstRowOnly = (window: string, columns: Record<string, string>) =>
  * - the candidates are then taken in turns across organizations: every organization's first
  *   candidate before any organization's second.
  * Each webhook's candidates are locked as its index is read (SKIP LOCKED, so workers claim side by
- * side); status and due time are checked again on the locked row, so a delivery another worker has
+ * side); the lease and due time are checked again on the locked row, so a delivery another worker has
  * just claimed is never taken twice. Locking there, rather than joining the candidates back to the
  * queue, keeps a claim's cost to the rows it reads, however deep the backlog (bench/claim-plan.ts).
  * A candidate locked but not taken is free again when the claim commits (its webhook's lock keeps
@@ -122,12 +127,12 @@ const firstRowOnly = (window: string, columns: Record<string, string>) =>
  */
 const claimCtes = (p: (n: number) => string) => `
   hooks AS (
-    (SELECT webhook_id FROM webhook_deliveries
-     WHERE status IN ('pending', 'failed') ORDER BY webhook_id LIMIT 1)
+    (SELECT webhook_id FROM delivery_queue
+     WHERE lease_owner IS NULL ORDER BY webhook_id LIMIT 1)
     UNION ALL
-    SELECT (SELECT d.webhook_id FROM webhook_deliveries d
-            WHERE d.status IN ('pending', 'failed') AND d.webhook_id > h.webhook_id
-            ORDER BY d.webhook_id LIMIT 1)
+    SELECT (SELECT q.webhook_id FROM delivery_queue q
+            WHERE q.lease_owner IS NULL AND q.webhook_id > h.webhook_id
+            ORDER BY q.webhook_id LIMIT 1)
     FROM hooks h WHERE h.webhook_id IS NOT NULL
   ), candidates AS (
     SELECT x.id, x.next_retry_at, x.event_id, w.organization_id, s.cap,
@@ -138,12 +143,12 @@ const claimCtes = (p: (n: number) => string) => `
                        CASE WHEN h.webhook_id = ANY (${p(8)}::uuid[]) THEN ${p(9)}::int ELSE ${p(2)}::int END,
                        ${p(6)}::int, ${p(7)}::int) s
     CROSS JOIN LATERAL (
-      SELECT d.id, d.next_retry_at, d.event_id
-      FROM webhook_deliveries d
-      WHERE d.webhook_id = h.webhook_id AND d.status IN ('pending', 'failed') AND d.next_retry_at <= now()
-      ORDER BY d.next_retry_at, d.event_id
+      SELECT q.id, q.next_retry_at, q.event_id
+      FROM delivery_queue q
+      WHERE q.webhook_id = h.webhook_id AND q.lease_owner IS NULL AND q.next_retry_at <= now()
+      ORDER BY q.next_retry_at, q.event_id
       LIMIT s.room
-      FOR UPDATE OF d SKIP LOCKED
+      FOR UPDATE OF q SKIP LOCKED
     ) x
   ), picked AS (
     -- pos: the order of attempts (the answer's rows come in it; a join's output order is the plan's).
@@ -151,14 +156,16 @@ const claimCtes = (p: (n: number) => string) => `
     FROM (SELECT *, row_number() OVER (PARTITION BY organization_id ORDER BY k, next_retry_at, event_id) AS turn
           FROM candidates) c
     ORDER BY pos LIMIT ${p(1)}
+  ), leased AS (
+    UPDATE delivery_queue q
+    SET lease_owner = ${p(5)}, lease_token = ${p(3)}, lease_until = now() + make_interval(secs => ${p(4)}::float8 / 1000)
+    WHERE q.id = ANY (ARRAY(SELECT id FROM picked))
   ), claimed AS (
-    UPDATE webhook_deliveries d
-    SET status = 'delivering', attempt = d.attempt + 1, lease_token = ${p(3)}, lease_owner = ${p(5)},
-        lease_until = now() + make_interval(secs => ${p(4)}::float8 / 1000)
+    UPDATE webhook_deliveries d SET status = 'delivering', attempt = d.attempt + 1
     WHERE d.id = ANY (ARRAY(SELECT id FROM picked))
-    RETURNING d.id, d.webhook_id, d.event_id, d.attempt, d.replayed_from, d.lease_token
+    RETURNING d.id, d.webhook_id, d.event_id, d.attempt, d.replayed_from
   ), got AS (
-    SELECT k.pos, c.id, c.webhook_id, c.event_id, c.attempt, c.replayed_from, c.lease_token,
+    SELECT k.pos, c.id, c.webhook_id, c.event_id, c.attempt, c.replayed_from, ${p(3)}::uuid AS lease_token,
            k.cap AS in_flight_cap,
            -- A webhook's columns, and an event's, once per claim: on its first row in the order of
            -- attempts (null on the others, which say so).
@@ -190,14 +197,14 @@ const claimCtes = (p: (n: number) => string) => `
 const CLAIM_FIGURES = {
   skipped: `coalesce(current_setting('svc.claim_skipped', true) = 'on', false)`,
   due_left: `EXISTS (SELECT 1 FROM hooks h CROSS JOIN LATERAL (
-               SELECT 1 FROM webhook_deliveries d
-               WHERE d.webhook_id = h.webhook_id AND d.status IN ('pending', 'failed') AND d.next_retry_at <= now()
+               SELECT 1 FROM delivery_queue q
+               WHERE q.webhook_id = h.webhook_id AND q.lease_owner IS NULL AND q.next_retry_at <= now()
                LIMIT 1) due)`,
   next_due_ms: `(SELECT ceil(extract(epoch FROM (min(n.at) - now())) * 1000)::int8
                  FROM hooks h CROSS JOIN LATERAL (
-                   SELECT d.next_retry_at AS at FROM webhook_deliveries d
-                   WHERE d.webhook_id = h.webhook_id AND d.status IN ('pending', 'failed') AND d.next_retry_at > now()
-                   ORDER BY d.next_retry_at LIMIT 1) n)`,
+                   SELECT q.next_retry_at AS at FROM delivery_queue q
+                   WHERE q.webhook_id = h.webhook_id AND q.lease_owner IS NULL AND q.next_retry_at > now()
+                   ORDER BY q.next_retry_at LIMIT 1) n)`,
 };
 
 /**
@@ -335,17 +342,44 @@ export async function claimDeliveries(q: Queryable, r: ClaimRequest): Promise<Cl
  * the same X-SVC-Delivery again, with a higher X-SVC-Attempt.
  */
 export async function releaseExpiredLeases(q: Queryable): Promise<number> {
-  const rows = await q.query(
-    `UPDATE webhook_deliveries
-     SET status = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'failed' END,
-         next_retry_at = CASE WHEN attempt >= max_attempts THEN NULL ELSE now() END,
-         last_status = NULL, last_error = 'intento interrumpido: el proceso que lo hacía no registró el resultado',
-         lease_until = NULL, lease_token = NULL
-     WHERE status = 'delivering' AND lease_until < now()
-     RETURNING 1`,
+  const [row] = await q.query<{ n: number }>(
+    giveBack(
+      // A lease whose outcome is being written right now is the writer's (SKIP LOCKED).
+      `SELECT q.id FROM delivery_queue q
+       WHERE q.lease_owner IS NOT NULL AND q.lease_until < now() FOR UPDATE SKIP LOCKED`,
+      INTERRUPTED('el proceso que lo hacía no registró el resultado'),
+    ),
   );
-  return rows.length;
+  return row?.n ?? 0;
 }
+
+/**
+ * A statement that gives back the leases `leases` selects (the ids of locked queue rows): each
+ * delivery is written as `deliveries` says, and its queue row is freed, due at once, or deleted
+ * when the delivery ended. Answers how many.
+ */
+const giveBack = (leases: string, deliveries: string) => `
+  WITH leases AS (${leases}),
+  given AS (
+    UPDATE webhook_deliveries d SET ${deliveries} FROM leases l WHERE d.id = l.id RETURNING d.id, d.status
+  ), requeued AS (
+    UPDATE delivery_queue q SET lease_owner = NULL, lease_token = NULL, lease_until = NULL, next_retry_at = now()
+    FROM given g WHERE q.id = g.id AND g.status <> 'dead'
+  ), ended AS (
+    DELETE FROM delivery_queue q USING given g WHERE q.id = g.id AND g.status = 'dead'
+  )
+  SELECT count(*)::int AS n FROM given`;
+
+/** An attempt interrupted (`why`): the attempt counts, and the delivery ends if it was its last. */
+const INTERRUPTED = (why: string) => `
+  status = CASE WHEN d.attempt >= d.max_attempts THEN 'dead' ELSE 'failed' END,
+  next_retry_at = CASE WHEN d.attempt >= d.max_attempts THEN NULL ELSE now() END,
+  last_status = NULL, last_error = 'intento interrumpido: ${why}'`;
+
+/** The leases of `claimed` this worker still holds, locked ($1 ids, $2 tokens). */
+const HELD_LEASES = `SELECT q.id FROM delivery_queue q
+  JOIN unnest($1::uuid[], $2::uuid[]) AS r(id, token) ON q.id = r.id AND q.lease_token = r.token
+  FOR UPDATE OF q`;
 
 export interface Recorded {
   status: 'succeeded' | 'failed' | 'dead';
@@ -386,6 +420,17 @@ const recordCtes = (p: (n: number) => string) => `
     SELECT * FROM unnest(${p(1)}::uuid[], ${p(2)}::uuid[], ${p(3)}::text[], ${p(4)}::int4[], ${p(5)}::float8[], ${p(6)}::int4[],
                          ${p(7)}::text[], ${p(8)}::int4[], ${p(9)}::bool[])
       WITH ORDINALITY AS r(id, token, status, max_attempts, retry_ms, http_status, error, duration_ms, counts, ord)
+  ), requeued AS (
+    -- Only the lease's holder writes an outcome: the queue row still carries its token. A retry
+    -- frees the row, due later; an outcome that ends the delivery deletes it.
+    UPDATE delivery_queue q SET lease_owner = NULL, lease_token = NULL, lease_until = NULL,
+      next_retry_at = now() + make_interval(secs => coalesce(r.retry_ms, 0) / 1000)
+    FROM r WHERE q.id = r.id AND q.lease_token = r.token AND r.status = 'failed'
+    RETURNING q.id
+  ), ended AS (
+    DELETE FROM delivery_queue q USING r
+    WHERE q.id = r.id AND q.lease_token = r.token AND r.status <> 'failed'
+    RETURNING q.id
   ), d AS (
     UPDATE webhook_deliveries w SET
       status = r.status, max_attempts = r.max_attempts,
@@ -393,10 +438,9 @@ const recordCtes = (p: (n: number) => string) => `
                            ELSE now() + make_interval(secs => r.retry_ms / 1000) END,
       last_status = r.http_status, last_error = r.error, last_duration_ms = r.duration_ms,
       delivered_at = CASE WHEN r.status = 'succeeded' THEN now() ELSE w.delivered_at END,
-      attempt = CASE WHEN r.counts THEN w.attempt ELSE w.attempt - 1 END,
-      lease_until = NULL, lease_token = NULL
-    FROM r
-    WHERE w.id = r.id AND w.lease_token = r.token AND w.status = 'delivering'
+      attempt = CASE WHEN r.counts THEN w.attempt ELSE w.attempt - 1 END
+    FROM r JOIN (SELECT id FROM requeued UNION ALL SELECT id FROM ended) held ON held.id = r.id
+    WHERE w.id = r.id
     RETURNING w.id, w.webhook_id, w.event_id, w.event_type, r.status, r.counts, r.ord
   ), p AS (
     -- The last final delivery of an event drops the booking kept for its bodies. (The statement
@@ -511,16 +555,10 @@ export async function dropFinishedPayloads(q: Queryable, eventId?: string): Prom
  * have reached the receiver, so its number stays counted.
  */
 export async function releaseLeases(q: Queryable, claimed: readonly Pick<Claimed, 'id' | 'lease_token'>[]) {
-  await q.query(
-    `UPDATE webhook_deliveries d
-     SET status = CASE WHEN d.attempt >= d.max_attempts THEN 'dead' ELSE 'failed' END,
-         next_retry_at = CASE WHEN d.attempt >= d.max_attempts THEN NULL ELSE now() END,
-         last_status = NULL, last_error = 'intento interrumpido: el proceso se detuvo',
-         lease_until = NULL, lease_token = NULL
-     FROM unnest($1::uuid[], $2::uuid[]) AS r(id, token)
-     WHERE d.id = r.id AND d.lease_token = r.token AND d.status = 'delivering'`,
-    [claimed.map((c) => c.id), claimed.map((c) => c.lease_token)],
-  );
+  await q.query(giveBack(HELD_LEASES, INTERRUPTED('el proceso se detuvo')), [
+    claimed.map((c) => c.id),
+    claimed.map((c) => c.lease_token),
+  ]);
 }
 
 /**
@@ -531,11 +569,11 @@ export async function releaseLeases(q: Queryable, claimed: readonly Pick<Claimed
 export async function returnUnsent(q: Queryable, claimed: readonly Pick<Claimed, 'id' | 'lease_token'>[]) {
   if (claimed.length === 0) return;
   await q.query(
-    `UPDATE webhook_deliveries d
-     SET status = CASE WHEN d.attempt - 1 = 0 THEN 'pending' ELSE 'failed' END,
-         attempt = d.attempt - 1, next_retry_at = now(), lease_until = NULL, lease_token = NULL
-     FROM unnest($1::uuid[], $2::uuid[]) AS r(id, token)
-     WHERE d.id = r.id AND d.lease_token = r.token AND d.status = 'delivering'`,
+    giveBack(
+      HELD_LEASES,
+      `status = CASE WHEN d.attempt - 1 = 0 THEN 'pending' ELSE 'failed' END,
+       attempt = d.attempt - 1, next_retry_at = now()`,
+    ),
     [claimed.map((c) => c.id), claimed.map((c) => c.lease_token)],
   );
 }
@@ -543,7 +581,7 @@ export async function returnUnsent(q: Queryable, claimed: readonly Pick<Claimed,
 /** Queue depth by state, for the metrics. */
 export function deliveryCounts(q: Queryable): Promise<{ status: string; n: number }[]> {
   return q.query(
-    `SELECT status, count(*)::int AS n FROM webhook_deliveries
-     WHERE status IN ('pending', 'delivering', 'failed') GROUP BY status`,
+    `SELECT d.status, count(*)::int AS n FROM delivery_queue q JOIN webhook_deliveries d ON d.id = q.id
+     GROUP BY d.status`,
   );
 }

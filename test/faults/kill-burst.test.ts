@@ -189,7 +189,7 @@ describe('kill burst', { skip: needsServers }, () => {
 
     // Nothing left leased, nothing not final.
     const [left] = await schema.db.query<{ leased: number; open: number }>(
-      `SELECT count(*) FILTER (WHERE status = 'delivering' AND lease_until < now())::int AS leased,
+      `SELECT (SELECT count(*) FROM delivery_queue WHERE lease_until < now())::int AS leased,
               count(*) FILTER (WHERE status <> 'succeeded')::int AS open
          FROM webhook_deliveries`,
     );

@@ -200,8 +200,8 @@ test('a holder that keeps its queue beside a sharer is capped; saturated, it sha
   );
   assert.equal((await claimDeliveries(svc.db, claimRequest(sharer))).claimed.length, 0, 'the sharer: none');
   const held = await svc.db.query<{ lease_owner: string; n: number }>(
-    `SELECT lease_owner, count(*)::int AS n FROM webhook_deliveries
-     WHERE webhook_id = $1 AND status = 'delivering' GROUP BY lease_owner`,
+    `SELECT lease_owner, count(*)::int AS n FROM delivery_queue
+     WHERE webhook_id = $1 AND lease_owner IS NOT NULL GROUP BY lease_owner`,
     [hook.id],
   );
   assert.deepEqual(Object.fromEntries(held.map((h) => [h.lease_owner, h.n])), { [holder]: 4, [sharer]: 1 });

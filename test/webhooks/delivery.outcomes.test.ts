@@ -74,7 +74,7 @@ test('a lease that ends while its attempt still runs: the late outcome is not wr
   // The lease ends under the running attempt (its worker looks hung), and another round takes the
   // delivery back and sends it again.
   await svc.db.query(
-    `UPDATE webhook_deliveries SET lease_until = now() - interval '1 second' WHERE webhook_id = $1`,
+    `UPDATE delivery_queue SET lease_until = now() - interval '1 second' WHERE webhook_id = $1`,
     [hook.id],
   );
   assert.equal(await releaseExpiredLeases(svc.db), 1);

@@ -6,8 +6,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import type { Db, Queryable } from '../../src/db/db.js';
-import { claimDeliveries } from '../../src/delivery/store.js';
+import { claimDeliveries, recordOutcomes } from '../../src/delivery/store.js';
 import { openTestDb, usingServer } from '../support/context.js';
+import { succeededOutcome } from '../support/webhooks.js';
 
 interface PlanNode {
   'Node Type': string;
@@ -87,7 +88,7 @@ async function keptClaimPlan(db: Db): Promise<PlanNode> {
     assert.equal(claim.claimed.length, 0, 'the queue is empty when the plan is made');
     const [prepared] = await engine.query<{ name: string; n: number }>(
       `SELECT name, cardinality(parameter_types) AS n FROM pg_prepared_statements
-       WHERE statement LIKE 'WITH RECURSIVE%FOR UPDATE OF d SKIP LOCKED%'`,
+       WHERE statement LIKE 'WITH RECURSIVE%FOR UPDATE OF q SKIP LOCKED%'`,
     );
     assert.ok(prepared, 'the claim is prepared on the engine connection');
     const params = [16, 16, randomUUID(), 30_000, randomUUID(), 4, 500, '{}', 32, '{}'];
@@ -108,17 +109,19 @@ test("the claim's kept plan, made on an empty queue, reads the queue by key", {
   try {
     // Known to be empty (as autovacuum finds the tables of a new deployment): the planner then
     // prices reading them whole below any index.
-    await db.exec('ANALYZE webhook_deliveries, events, webhooks, integrations, organizations');
+    await db.exec(
+      'ANALYZE delivery_queue, webhook_deliveries, events, webhooks, integrations, organizations',
+    );
     const plan = await keptClaimPlan(db);
     assert.deepEqual(
-      readWhole(plan).filter((table) => table === 'webhook_deliveries' || table === 'events'),
+      readWhole(plan).filter((table) => ['delivery_queue', 'webhook_deliveries', 'events'].includes(table)),
       [],
-      'no part of the claim reads the queue or the event log whole',
+      'no part of the claim reads the queue, the deliveries or the event log whole',
     );
     // The walk over the webhooks with waiting deliveries and each webhook's oldest due deliveries
     // come from the queue index in its order: read from the index of every webhook's due times and
     // sorted, every step would read the whole backlog.
-    assert.deepEqual(sortedReads(plan, 'webhook_deliveries'), [], 'the queue read in its index order');
+    assert.deepEqual(sortedReads(plan, 'delivery_queue'), [], 'the queue read in its index order');
   } finally {
     await drop();
   }
@@ -135,13 +138,13 @@ test("the queue has one index in due-time order, each webhook's: no kept plan ca
        JOIN pg_class c ON c.oid = i.indexrelid
        JOIN pg_class t ON t.oid = i.indrelid
        JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = ANY (i.indkey)
-       WHERE t.relname = 'webhook_deliveries' AND t.relnamespace = current_schema()::regnamespace
-         AND a.attname = 'next_retry_at'
+       WHERE t.relname IN ('delivery_queue', 'webhook_deliveries')
+         AND t.relnamespace = current_schema()::regnamespace AND a.attname = 'next_retry_at'
        ORDER BY 1`,
     );
     assert.deepEqual(
       indexes.map((i) => i.name),
-      ['webhook_deliveries_queue'],
+      ['delivery_queue_due'],
     );
   } finally {
     await drop();
@@ -191,7 +194,9 @@ test("the claim's share check reads the webhook's own queue, not every webhook's
   // A connection of the engine's, where claims run.
   const engine = db.withPlansKept(1);
   try {
-    await db.exec('ANALYZE webhook_deliveries, events, webhooks, integrations, organizations');
+    await db.exec(
+      'ANALYZE delivery_queue, webhook_deliveries, events, webhooks, integrations, organizations',
+    );
     const reads = await engine.tx(async (q) => {
       const [hook] = await q.query<{ id: string }>(
         `WITH o AS (INSERT INTO organizations (code, name) VALUES ('4712', 'Share') RETURNING id),
@@ -206,17 +211,23 @@ test("the claim's share check reads the webhook's own queue, not every webhook's
            INSERT INTO events (organization_id, type, resource_id)
            SELECT w.organization_id, 'booking.created', gen_random_uuid() FROM webhooks w, generate_series(1, 2)
            WHERE w.id = $1 RETURNING id)
-         INSERT INTO webhook_deliveries (webhook_id, event_id, event_type, status, lease_owner, next_retry_at)
-         SELECT $1, e.id, 'booking.created',
-                CASE WHEN row_number() OVER () = 1 THEN 'delivering' ELSE 'pending' END,
-                CASE WHEN row_number() OVER () = 1 THEN gen_random_uuid() END,
-                now() - interval '1 hour'
-         FROM e`,
+         , d AS (
+           INSERT INTO webhook_deliveries (webhook_id, event_id, event_type, status, next_retry_at)
+           SELECT $1, e.id, 'booking.created',
+                  CASE WHEN row_number() OVER () = 1 THEN 'delivering' ELSE 'pending' END,
+                  now() - interval '1 hour'
+           FROM e RETURNING id, webhook_id, event_id, status, next_retry_at)
+         INSERT INTO delivery_queue (id, webhook_id, event_id, next_retry_at, lease_owner, lease_token, lease_until)
+         SELECT id, webhook_id, event_id, next_retry_at,
+                CASE WHEN status = 'delivering' THEN gen_random_uuid() END,
+                CASE WHEN status = 'delivering' THEN gen_random_uuid() END,
+                CASE WHEN status = 'delivering' THEN now() + interval '1 minute' END
+         FROM d`,
         [hook?.id],
       );
       // PL/pgSQL keeps a plan after the fifth call; each asks for a share of a webhook whose holder
       // falls behind.
-      return scansDuring(q, ['webhook_deliveries_queue'], async () => {
+      return scansDuring(q, ['delivery_queue_due'], async () => {
         for (let i = 0; i < 8; i++) {
           const [room] = await q.query<{ n: number }>(
             'SELECT room AS n FROM claim_slots($1, gen_random_uuid(), $2::uuid[], 4, 4, 500)',
@@ -226,9 +237,67 @@ test("the claim's share check reads the webhook's own queue, not every webhook's
         }
       });
     });
-    assert.deepEqual(reads, [['webhook_deliveries_queue', 8]], 'one step down the webhook queue per claim');
+    assert.deepEqual(reads, [['delivery_queue_due', 8]], 'one step down the webhook queue per claim');
   } finally {
     await engine.close();
+    await drop();
+  }
+});
+
+test("both writes of a delivery's row are heap-only: the queue beside it carries what the claim reads", async () => {
+  const { db, drop } = await openTestDb();
+  try {
+    // One transaction: pg_stat_xact_user_tables counts what this backend has not reported yet.
+    const counts = await db.tx(async (q) => {
+      await q.query(
+        `WITH o AS (INSERT INTO organizations (code, name, webhooks_enabled, outbox_enabled)
+                    VALUES ('4713', 'Hot', true, true) RETURNING id),
+              i AS (INSERT INTO integrations (organization_id, name, kind, scopes)
+                    SELECT id, 'Hot', 'custom', '{bookings:read}' FROM o RETURNING id, organization_id),
+              w AS (INSERT INTO webhooks (integration_id, organization_id, url, events, secret)
+                    SELECT id, organization_id, 'https://receiver.example/hot', '{*}', '\\x00' FROM i)
+         INSERT INTO event_outbox (organization_id, type, resource_id)
+         SELECT o.id, 'booking.created', gen_random_uuid() FROM o, generate_series(1, 8)`,
+      );
+      const [published] = await q.query<{ deliveries: number }>('SELECT * FROM publish_outbox(500, true)');
+      assert.equal(published?.deliveries, 8, 'the publisher queued a delivery per event');
+      // Due at the transaction's now(), which a timestamp of milliseconds may round up past now().
+      await q.query("UPDATE delivery_queue SET next_retry_at = next_retry_at - interval '1 second'");
+      const claim = await claimDeliveries(q, {
+        take: 8,
+        perWebhook: 8,
+        inFlightPerWebhook: 8,
+        shareAfterMs: 500,
+        leaseToken: randomUUID(),
+        leaseMs: 30_000,
+        owner: randomUUID(),
+      });
+      assert.equal(claim.claimed.length, 8);
+      const written = await recordOutcomes(q, claim.claimed.map(succeededOutcome));
+      assert.equal(written.written.length, 8);
+      return q.query<{
+        table: string;
+        updated: number;
+        hot: number;
+        inserted: number;
+        deleted: number;
+        live: number;
+      }>(
+        `SELECT relname AS table, n_tup_upd::int AS updated, n_tup_hot_upd::int AS hot,
+                n_tup_ins::int AS inserted, n_tup_del::int AS deleted,
+                (SELECT count(*)::int FROM delivery_queue) AS live
+         FROM pg_stat_xact_user_tables
+         WHERE relname IN ('webhook_deliveries', 'delivery_queue') AND schemaname = current_schema()
+         ORDER BY 1`,
+      );
+    });
+    assert.deepEqual(counts, [
+      // Queued by the publisher, made due, leased by the claim, deleted by the outcome.
+      { table: 'delivery_queue', updated: 16, hot: 0, inserted: 8, deleted: 8, live: 0 },
+      // Claimed, then its outcome: each an update in place, no index entry written.
+      { table: 'webhook_deliveries', updated: 16, hot: 16, inserted: 8, deleted: 0, live: 0 },
+    ]);
+  } finally {
     await drop();
   }
 });

@@ -23,14 +23,16 @@ test('attempts still in flight after the grace period are handed back, and the n
   const took = Date.now() - stopping;
   assert.ok(took >= 300 && took < 3000, `stopped in ${took} ms`);
   const [row] = await svc.db.query<Record<string, unknown>>(
-    `SELECT status, attempt, lease_token, last_error, next_retry_at <= now() AS due
-     FROM webhook_deliveries WHERE webhook_id = $1`,
+    `SELECT d.status, d.attempt, q.lease_token, q.next_retry_at <= now() AS queued_due, d.last_error,
+            d.next_retry_at <= now() AS due
+     FROM webhook_deliveries d JOIN delivery_queue q ON q.id = d.id WHERE d.webhook_id = $1`,
     [hook.id],
   );
   assert.equal(row?.status, 'failed');
   assert.equal(row?.attempt, 1);
   assert.equal(row?.lease_token, null);
   assert.equal(row?.due, true, 'due at once, not after the 60 s lease');
+  assert.equal(row?.queued_due, true, 'in the queue, due at once');
   assert.match(String(row?.last_error), /interrumpido/);
 
   const second = await deliveryWorker(svc);

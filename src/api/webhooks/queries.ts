@@ -192,8 +192,13 @@ export async function queueTest(
   );
   const eventId = (event as { id: string }).id;
   const [delivery] = await q.query<{ id: string }>(
-    `INSERT INTO webhook_deliveries (webhook_id, event_id, event_type, next_retry_at)
-     VALUES ($1, $2, 'webhook.test', now()) RETURNING id`,
+    `WITH d AS (
+       INSERT INTO webhook_deliveries (webhook_id, event_id, event_type, next_retry_at)
+       VALUES ($1, $2, 'webhook.test', now()) RETURNING id, webhook_id, event_id, next_retry_at
+     ), queued AS (
+       INSERT INTO delivery_queue (id, webhook_id, event_id, next_retry_at) SELECT * FROM d
+     )
+     SELECT id FROM d`,
     [webhook.id, eventId],
   );
   await q.query("SELECT pg_notify('svc_deliveries', current_schema())");
