@@ -1,0 +1,108 @@
+// A database of the previous build moves to the queue beside the history (migration 014): what was
+// queued or in flight is in the queue, leases and all; what had ended is not; the lease columns
+// leave the history, and a lease that ends brings its delivery back as after a worker's crash.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { copyFile, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { createPgliteDb, createPostgresDb, type Db } from '../../src/db/db.js';
+import { migrate } from '../../src/db/migrate.js';
+import { releaseExpiredLeases } from '../../src/delivery/store.js';
+import { pgliteEmpty } from '../support/pglite-template.js';
+
+const url = process.env.TEST_DATABASE_URL;
+const MIGRATIONS = join(process.cwd(), 'src', 'db', 'migrations');
+const cleanups: (() => Promise<void>)[] = [];
+after(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+async function emptyDatabase(): Promise<Db> {
+  if (!url) {
+    const db = await createPgliteDb(null, await pgliteEmpty());
+    cleanups.push(() => db.close());
+    return db;
+  }
+  const schema = `u_${randomBytes(6).toString('hex')}`;
+  const admin = createPostgresDb({ url, max: 1 });
+  await admin.exec(`CREATE SCHEMA ${schema}`);
+  const db = createPostgresDb({ url, schema, max: 2 });
+  cleanups.push(async () => {
+    await db.close();
+    await admin.exec(`DROP SCHEMA ${schema} CASCADE`);
+    await admin.close();
+  });
+  return db;
+}
+
+/** The migrations before `first`, in a directory of their own. */
+async function migrationsBefore(first: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-migrations-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  for (const name of await readdir(MIGRATIONS)) {
+    if (name.endsWith('.sql') && name < first) await copyFile(join(MIGRATIONS, name), join(dir, name));
+  }
+  return `${dir}/`;
+}
+
+test('migration 014 queues what was unfinished, leases kept, and nothing that had ended', async () => {
+  const db = await emptyDatabase();
+  const applied = await migrate(db, await migrationsBefore('014'));
+  assert.ok(applied.includes('013_feed_write_in_one_statement.sql'));
+  assert.ok(!applied.some((name) => name.startsWith('014')));
+
+  const owner = '00000000-0000-4000-8000-00000000000a';
+  const token = '00000000-0000-4000-8000-00000000000b';
+  await db.query(
+    `WITH o AS (INSERT INTO organizations (code, name, webhooks_enabled) VALUES ('4714', 'Up', true) RETURNING id),
+          i AS (INSERT INTO integrations (organization_id, name, kind, scopes)
+                SELECT id, 'Up', 'custom', '{bookings:read}' FROM o RETURNING id, organization_id),
+          w AS (INSERT INTO webhooks (integration_id, organization_id, url, events, secret)
+                SELECT id, organization_id, 'https://receiver.example/up', '{*}', '\\x00' FROM i RETURNING id, organization_id),
+          e AS (INSERT INTO events (organization_id, type, resource_id)
+                SELECT w.organization_id, 'booking.created', gen_random_uuid() FROM w, generate_series(1, 4)
+                RETURNING id),
+          n AS (SELECT id, row_number() OVER (ORDER BY id) AS k FROM e)
+     INSERT INTO webhook_deliveries (webhook_id, event_id, event_type, status, attempt, next_retry_at,
+                                     lease_owner, lease_token, lease_until)
+     SELECT w.id, n.id, 'booking.created',
+            (ARRAY['pending', 'failed', 'delivering', 'succeeded'])[n.k],
+            (ARRAY[0, 1, 1, 1])[n.k],
+            CASE WHEN n.k = 4 THEN NULL ELSE now() - interval '1 minute' END,
+            CASE WHEN n.k = 3 THEN $1::uuid END, CASE WHEN n.k = 3 THEN $2::uuid END,
+            CASE WHEN n.k = 3 THEN now() + interval '1 hour' END
+     FROM w, n`,
+    [owner, token],
+  );
+
+  assert.deepEqual(await migrate(db), ['014_queue_beside_history.sql']);
+  const queued = await db.query<{ status: string; leased: boolean; token: string | null }>(
+    `SELECT d.status, q.lease_owner IS NOT NULL AS leased, q.lease_token AS token
+     FROM delivery_queue q JOIN webhook_deliveries d ON d.id = q.id ORDER BY d.status`,
+  );
+  assert.deepEqual(queued, [
+    { status: 'delivering', leased: true, token },
+    { status: 'failed', leased: false, token: null },
+    { status: 'pending', leased: false, token: null },
+  ]);
+  const columns = await db.query<{ name: string }>(
+    `SELECT column_name AS name FROM information_schema.columns
+     WHERE table_name = 'webhook_deliveries' AND table_schema = current_schema() AND column_name LIKE 'lease%'`,
+  );
+  assert.deepEqual(columns, [], 'the history keeps no lease');
+
+  // The old holder is gone: once its lease ends, the delivery is queued again, its attempt counted.
+  assert.equal(await releaseExpiredLeases(db), 0, 'a lease still running is left alone');
+  await db.query(
+    "UPDATE delivery_queue SET lease_until = now() - interval '1 second' WHERE lease_owner IS NOT NULL",
+  );
+  assert.equal(await releaseExpiredLeases(db), 1);
+  const [back] = await db.query<{ status: string; attempt: number; leased: boolean }>(
+    `SELECT d.status, d.attempt, q.lease_owner IS NOT NULL AS leased
+     FROM delivery_queue q JOIN webhook_deliveries d ON d.id = q.id WHERE q.lease_token IS NULL AND d.attempt = 1
+       AND d.last_error LIKE 'intento interrumpido%'`,
+  );
+  assert.deepEqual(back, { status: 'failed', attempt: 1, leased: false });
+});
