@@ -376,10 +376,14 @@ const INTERRUPTED = (why: string) => `
   next_retry_at = CASE WHEN d.attempt >= d.max_attempts THEN NULL ELSE now() END,
   last_status = NULL, last_error = 'intento interrumpido: ${why}'`;
 
-/** The leases of `claimed` this worker still holds, locked ($1 ids, $2 tokens). */
+/** The leases of `claimed` this worker still holds, locked ($1 ids, $2 tokens: heldLeases). */
 const HELD_LEASES = `SELECT q.id FROM delivery_queue q
   JOIN unnest($1::uuid[], $2::uuid[]) AS r(id, token) ON q.id = r.id AND q.lease_token = r.token
   FOR UPDATE OF q`;
+const heldLeases = (claimed: readonly Pick<Claimed, 'id' | 'lease_token'>[]) => [
+  claimed.map((c) => c.id),
+  claimed.map((c) => c.lease_token),
+];
 
 export interface Recorded {
   status: 'succeeded' | 'failed' | 'dead';
@@ -555,10 +559,7 @@ export async function dropFinishedPayloads(q: Queryable, eventId?: string): Prom
  * have reached the receiver, so its number stays counted.
  */
 export async function releaseLeases(q: Queryable, claimed: readonly Pick<Claimed, 'id' | 'lease_token'>[]) {
-  await q.query(giveBack(HELD_LEASES, INTERRUPTED('el proceso se detuvo')), [
-    claimed.map((c) => c.id),
-    claimed.map((c) => c.lease_token),
-  ]);
+  await q.query(giveBack(HELD_LEASES, INTERRUPTED('el proceso se detuvo')), heldLeases(claimed));
 }
 
 /**
@@ -574,7 +575,7 @@ export async function returnUnsent(q: Queryable, claimed: readonly Pick<Claimed,
       `status = CASE WHEN d.attempt - 1 = 0 THEN 'pending' ELSE 'failed' END,
        attempt = d.attempt - 1, next_retry_at = now()`,
     ),
-    [claimed.map((c) => c.id), claimed.map((c) => c.lease_token)],
+    heldLeases(claimed),
   );
 }
 

@@ -1,49 +1,23 @@
 // Migrations at start-up: several processes starting at once on a fresh database, a migration
 // edited after it was applied, and a database migrated before checksums were recorded.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { writeFile } from 'node:fs/promises';
 import { after, test } from 'node:test';
-import { createPgliteDb, createPostgresDb, type Db } from '../../src/db/db.js';
+import type { Db } from '../../src/db/db.js';
 import { migrate } from '../../src/db/migrate.js';
-import { pgliteEmpty } from '../support/pglite-template.js';
+import {
+  type Cleanups,
+  emptyDatabase as emptyDb,
+  migrationsDir as folder,
+} from '../support/empty-database.js';
 
-const url = process.env.TEST_DATABASE_URL;
-const cleanups: (() => Promise<void>)[] = [];
+const cleanups: Cleanups = [];
 after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-/**
- * `count` connections to one empty database: schemas of their own on PostgreSQL, one PGlite
- * otherwise (loaded from the dump of a bare initdb, which is what a first start finds).
- */
-async function emptyDatabase(count: number): Promise<Db[]> {
-  if (!url) {
-    const db = await createPgliteDb(null, await pgliteEmpty());
-    cleanups.push(() => db.close());
-    return Array.from({ length: count }, () => db);
-  }
-  const schema = `m_${randomBytes(6).toString('hex')}`;
-  const admin = createPostgresDb({ url, max: 1 });
-  await admin.exec(`CREATE SCHEMA ${schema}`);
-  const dbs = Array.from({ length: count }, () => createPostgresDb({ url, schema, max: 2 }));
-  cleanups.push(async () => {
-    for (const db of dbs) await db.close();
-    await admin.exec(`DROP SCHEMA ${schema} CASCADE`);
-    await admin.close();
-  });
-  return dbs;
-}
-
-async function migrationsDir(files: Record<string, string>): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'svc-migrations-'));
-  cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  for (const [name, sql] of Object.entries(files)) await writeFile(join(dir, name), sql);
-  return `${dir}/`;
-}
+const emptyDatabase = (count: number) => emptyDb(count, cleanups);
+const migrationsDir = (files: Record<string, string>) => folder(files, cleanups);
 
 test('processes starting at once on a fresh database all succeed, and each migration runs once', async () => {
   for (let round = 0; round < 4; round++) {

@@ -2,53 +2,31 @@
 // queued or in flight is in the queue, leases and all; what had ended is not; the lease columns
 // leave the history, and a lease that ends brings its delivery back as after a worker's crash.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { copyFile, mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { createPgliteDb, createPostgresDb, type Db } from '../../src/db/db.js';
+import type { Db } from '../../src/db/db.js';
 import { migrate } from '../../src/db/migrate.js';
 import { releaseExpiredLeases } from '../../src/delivery/store.js';
-import { pgliteEmpty } from '../support/pglite-template.js';
+import { type Cleanups, emptyDatabase, migrationsDir } from '../support/empty-database.js';
 
-const url = process.env.TEST_DATABASE_URL;
 const MIGRATIONS = join(process.cwd(), 'src', 'db', 'migrations');
-const cleanups: (() => Promise<void>)[] = [];
+const cleanups: Cleanups = [];
 after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-async function emptyDatabase(): Promise<Db> {
-  if (!url) {
-    const db = await createPgliteDb(null, await pgliteEmpty());
-    cleanups.push(() => db.close());
-    return db;
-  }
-  const schema = `u_${randomBytes(6).toString('hex')}`;
-  const admin = createPostgresDb({ url, max: 1 });
-  await admin.exec(`CREATE SCHEMA ${schema}`);
-  const db = createPostgresDb({ url, schema, max: 2 });
-  cleanups.push(async () => {
-    await db.close();
-    await admin.exec(`DROP SCHEMA ${schema} CASCADE`);
-    await admin.close();
-  });
-  return db;
-}
-
-/** The migrations before `first`, in a directory of their own. */
+/** The migrations before `first`, in a folder of their own. */
 async function migrationsBefore(first: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'svc-migrations-'));
-  cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  for (const name of await readdir(MIGRATIONS)) {
-    if (name.endsWith('.sql') && name < first) await copyFile(join(MIGRATIONS, name), join(dir, name));
-  }
-  return `${dir}/`;
+  const names = (await readdir(MIGRATIONS)).filter((name) => name.endsWith('.sql') && name < first);
+  const files = Object.fromEntries(
+    await Promise.all(names.map(async (name) => [name, await readFile(join(MIGRATIONS, name), 'utf8')])),
+  );
+  return migrationsDir(files, cleanups);
 }
 
 test('migration 014 queues what was unfinished, leases kept, and nothing that had ended', async () => {
-  const db = await emptyDatabase();
+  const [db] = (await emptyDatabase(1, cleanups)) as [Db];
   const applied = await migrate(db, await migrationsBefore('014'));
   assert.ok(applied.includes('013_feed_write_in_one_statement.sql'));
   assert.ok(!applied.some((name) => name.startsWith('014')));

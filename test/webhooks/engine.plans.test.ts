@@ -102,6 +102,20 @@ async function keptClaimPlan(db: Db): Promise<PlanNode> {
   }
 }
 
+/** An organization, an integration reading bookings and its webhook of every event type. */
+async function insertWebhook(q: Queryable, code: string, name: string) {
+  const [hook] = await q.query<{ id: string; organization_id: string }>(
+    `WITH o AS (INSERT INTO organizations (code, name) VALUES ($1, $2) RETURNING id),
+          i AS (INSERT INTO integrations (organization_id, name, kind, scopes)
+                SELECT id, $2, 'custom', '{bookings:read}' FROM o RETURNING id, organization_id)
+     INSERT INTO webhooks (integration_id, organization_id, url, events, secret)
+     SELECT id, organization_id, 'https://receiver.example/' || $2, '{*}', '\\x00' FROM i
+     RETURNING id, organization_id`,
+    [code, name],
+  );
+  return hook as { id: string; organization_id: string };
+}
+
 test("the claim's kept plan, made on an empty queue, reads the queue by key", {
   skip: usingServer ? false : 'needs PostgreSQL: the embedded database plans every run',
 }, async () => {
@@ -198,13 +212,7 @@ test("the claim's share check reads the webhook's own queue, not every webhook's
       'ANALYZE delivery_queue, webhook_deliveries, events, webhooks, integrations, organizations',
     );
     const reads = await engine.tx(async (q) => {
-      const [hook] = await q.query<{ id: string }>(
-        `WITH o AS (INSERT INTO organizations (code, name) VALUES ('4712', 'Share') RETURNING id),
-              i AS (INSERT INTO integrations (organization_id, name, kind, scopes)
-                    SELECT id, 'Share', 'custom', '{bookings:read}' FROM o RETURNING id, organization_id)
-         INSERT INTO webhooks (integration_id, organization_id, url, events, secret)
-         SELECT id, organization_id, 'https://receiver.example/share', '{*}', '\\x00' FROM i RETURNING id`,
-      );
+      const hook = await insertWebhook(q, '4712', 'share');
       // Another worker holds one delivery of the webhook; another waits, due an hour ago.
       await q.query(
         `WITH e AS (
@@ -223,7 +231,7 @@ test("the claim's share check reads the webhook's own queue, not every webhook's
                 CASE WHEN status = 'delivering' THEN gen_random_uuid() END,
                 CASE WHEN status = 'delivering' THEN now() + interval '1 minute' END
          FROM d`,
-        [hook?.id],
+        [hook.id],
       );
       // PL/pgSQL keeps a plan after the fifth call; each asks for a share of a webhook whose holder
       // falls behind.
@@ -231,7 +239,7 @@ test("the claim's share check reads the webhook's own queue, not every webhook's
         for (let i = 0; i < 8; i++) {
           const [room] = await q.query<{ n: number }>(
             'SELECT room AS n FROM claim_slots($1, gen_random_uuid(), $2::uuid[], 4, 4, 500)',
-            [hook?.id, '{}'],
+            [hook.id, '{}'],
           );
           assert.equal(room?.n, 3, 'the bound less the delivery held elsewhere');
         }
@@ -249,15 +257,14 @@ test("both writes of a delivery's row are heap-only: the queue beside it carries
   try {
     // One transaction: pg_stat_xact_user_tables counts what this backend has not reported yet.
     const counts = await db.tx(async (q) => {
+      const hook = await insertWebhook(q, '4713', 'hot');
+      await q.query(`UPDATE organizations SET webhooks_enabled = true, outbox_enabled = true WHERE id = $1`, [
+        hook.organization_id,
+      ]);
       await q.query(
-        `WITH o AS (INSERT INTO organizations (code, name, webhooks_enabled, outbox_enabled)
-                    VALUES ('4713', 'Hot', true, true) RETURNING id),
-              i AS (INSERT INTO integrations (organization_id, name, kind, scopes)
-                    SELECT id, 'Hot', 'custom', '{bookings:read}' FROM o RETURNING id, organization_id),
-              w AS (INSERT INTO webhooks (integration_id, organization_id, url, events, secret)
-                    SELECT id, organization_id, 'https://receiver.example/hot', '{*}', '\\x00' FROM i)
-         INSERT INTO event_outbox (organization_id, type, resource_id)
-         SELECT o.id, 'booking.created', gen_random_uuid() FROM o, generate_series(1, 8)`,
+        `INSERT INTO event_outbox (organization_id, type, resource_id)
+         SELECT $1, 'booking.created', gen_random_uuid() FROM generate_series(1, 8)`,
+        [hook.organization_id],
       );
       const [published] = await q.query<{ deliveries: number }>('SELECT * FROM publish_outbox(500, true)');
       assert.equal(published?.deliveries, 8, 'the publisher queued a delivery per event');

@@ -14,11 +14,17 @@ import {
   webhookTenant,
 } from '../support/webhooks.js';
 
-test('an idle worker backs off its polls', async () => {
-  const { svc, receiver } = await webhookService({ SVC_WEBHOOK_POLL_MS: '100' });
+/** A service whose one webhook goes to `path`, with a delivery worker polling every `pollMs`. */
+async function idleWorker(pollMs: number, path: string) {
+  const { svc, receiver } = await webhookService({ SVC_WEBHOOK_POLL_MS: String(pollMs) });
   const t = await webhookTenant(svc);
-  await createWebhook(svc, t, receiver.url('/idle'), ['booking.created']);
+  await createWebhook(svc, t, receiver.url(path), ['booking.created']);
   await deliveryWorker(svc);
+  return { svc, receiver, t };
+}
+
+test('an idle worker backs off its polls', async () => {
+  const { svc } = await idleWorker(100, '/idle');
   // Idle from the start: the first polls come every 100 ms, then 200, 400, and 500 ms apart.
   await until('the worker has polled a few times', async () => (await claimsMade(svc)) >= 4, 5000);
   const from = await claimsMade(svc);
@@ -33,10 +39,7 @@ test('an event committed reaches an idle worker at once, not at its next poll', 
   // Polls 10 s apart: an arrival within 3 s of the write was woken by the write's notification,
   // however slow the machine (at a poll of 100 ms, backed off to 500, a loaded machine's PUT and
   // attempt took 416 ms and could not be told from a poll).
-  const { svc, receiver } = await webhookService({ SVC_WEBHOOK_POLL_MS: '10000' });
-  const t = await webhookTenant(svc);
-  await createWebhook(svc, t, receiver.url('/woken'), ['booking.created']);
-  await deliveryWorker(svc);
+  const { svc, receiver, t } = await idleWorker(10_000, '/woken');
   // The worker's first round, at its start; the next poll is 10 s away.
   await until('the worker has made its first round', async () => (await claimsMade(svc)) >= 1, 5000);
   await putBooking(svc, t.organization.id);
