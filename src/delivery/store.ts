@@ -111,8 +111,11 @@ const firstRowOnly = (window: string, columns: Record<string, string>) =>
  * just claimed is never taken twice. Locking there, rather than joining the candidates back to the
  * queue, keeps a claim's cost to the rows it reads, however deep the backlog (bench/claim-plan.ts).
  * A candidate locked but not taken is free again when the claim commits (its webhook's lock keeps
- * other claims away from it meanwhile). The rows come in the order of their attempts. The attempt
- * number is counted here: an attempt whose worker dies still counts.
+ * other claims away from it meanwhile). The rows come in the order of their attempts. The claim
+ * writes the queue only: while a delivery is leased its history row keeps the state it had
+ * (delivery_states shows it `delivering`, the attempt under way counted), and the attempt is counted
+ * there when its outcome is written, or when its lease is given back or ends: an attempt whose
+ * worker dies still counts.
  * What the deliveries of one webhook share (WEBHOOK_COLUMNS) comes on the webhook's first row of
  * the claim only, and what the deliveries of one event share (EVENT_COLUMNS, its booking among
  * them) on the event's first row: a busy claim holds a few events fanned out to a few webhooks,
@@ -161,9 +164,11 @@ const claimCtes = (p: (n: number) => string) => `
     SET lease_owner = ${p(5)}, lease_token = ${p(3)}, lease_until = now() + make_interval(secs => ${p(4)}::float8 / 1000)
     WHERE q.id = ANY (ARRAY(SELECT id FROM picked))
   ), claimed AS (
-    UPDATE webhook_deliveries d SET status = 'delivering', attempt = d.attempt + 1
+    -- The history row is read, not written: the lease is what says an attempt is under way
+    -- (migration 015), and the attempt is counted in the history when it ends.
+    SELECT d.id, d.webhook_id, d.event_id, d.attempt + 1 AS attempt, d.replayed_from
+    FROM webhook_deliveries d
     WHERE d.id = ANY (ARRAY(SELECT id FROM picked))
-    RETURNING d.id, d.webhook_id, d.event_id, d.attempt, d.replayed_from
   ), got AS (
     SELECT k.pos, c.id, c.webhook_id, c.event_id, c.attempt, c.replayed_from, ${p(3)}::uuid AS lease_token,
            k.cap AS in_flight_cap,
@@ -353,6 +358,9 @@ export async function releaseExpiredLeases(q: Queryable): Promise<number> {
   return row?.n ?? 0;
 }
 
+/** A queue row's lease, ended. */
+const FREED = 'lease_owner = NULL, lease_token = NULL, lease_until = NULL';
+
 /**
  * A statement that gives back the leases `leases` selects (the ids of locked queue rows): each
  * delivery is written as `deliveries` says, and its queue row is freed, due at once, or deleted
@@ -363,18 +371,21 @@ const giveBack = (leases: string, deliveries: string) => `
   given AS (
     UPDATE webhook_deliveries d SET ${deliveries} FROM leases l WHERE d.id = l.id RETURNING d.id, d.status
   ), requeued AS (
-    UPDATE delivery_queue q SET lease_owner = NULL, lease_token = NULL, lease_until = NULL, next_retry_at = now()
+    UPDATE delivery_queue q SET ${FREED}, next_retry_at = now()
     FROM given g WHERE q.id = g.id AND g.status <> 'dead'
   ), ended AS (
     DELETE FROM delivery_queue q USING given g WHERE q.id = g.id AND g.status = 'dead'
   )
   SELECT count(*)::int AS n FROM given`;
 
-/** An attempt interrupted (`why`): the attempt counts, and the delivery ends if it was its last. */
+/**
+ * An attempt interrupted (`why`): the attempt under way counts (the history row holds the attempts
+ * made before it), and the delivery ends if it was its last.
+ */
 const INTERRUPTED = (why: string) => `
-  status = CASE WHEN d.attempt >= d.max_attempts THEN 'dead' ELSE 'failed' END,
-  next_retry_at = CASE WHEN d.attempt >= d.max_attempts THEN NULL ELSE now() END,
-  last_status = NULL, last_error = 'intento interrumpido: ${why}'`;
+  status = CASE WHEN d.attempt + 1 >= d.max_attempts THEN 'dead' ELSE 'failed' END,
+  next_retry_at = CASE WHEN d.attempt + 1 >= d.max_attempts THEN NULL ELSE now() END,
+  attempt = d.attempt + 1, last_status = NULL, last_error = 'intento interrumpido: ${why}'`;
 
 /** The leases of `claimed` this worker still holds, locked ($1 ids, $2 tokens: heldLeases). */
 const HELD_LEASES = `SELECT q.id FROM delivery_queue q
@@ -394,8 +405,8 @@ export interface Recorded {
   durationMs: number;
   /**
    * False when no attempt reached the receiver because of us or of the webhook's own state (the
-   * webhook or integration inactive, a failure inside the service): the attempt number is given
-   * back and the webhook's failure count is left alone.
+   * webhook or integration inactive, a failure inside the service): the attempt is not counted,
+   * and the webhook's failure count is left alone.
    */
   counts: boolean;
 }
@@ -427,7 +438,7 @@ const recordCtes = (p: (n: number) => string) => `
   ), requeued AS (
     -- Only the lease's holder writes an outcome: the queue row still carries its token. A retry
     -- frees the row, due later; an outcome that ends the delivery deletes it.
-    UPDATE delivery_queue q SET lease_owner = NULL, lease_token = NULL, lease_until = NULL,
+    UPDATE delivery_queue q SET ${FREED},
       next_retry_at = now() + make_interval(secs => coalesce(r.retry_ms, 0) / 1000)
     FROM r WHERE q.id = r.id AND q.lease_token = r.token AND r.status = 'failed'
     RETURNING q.id
@@ -442,7 +453,7 @@ const recordCtes = (p: (n: number) => string) => `
                            ELSE now() + make_interval(secs => r.retry_ms / 1000) END,
       last_status = r.http_status, last_error = r.error, last_duration_ms = r.duration_ms,
       delivered_at = CASE WHEN r.status = 'succeeded' THEN now() ELSE w.delivered_at END,
-      attempt = CASE WHEN r.counts THEN w.attempt ELSE w.attempt - 1 END
+      attempt = CASE WHEN r.counts THEN w.attempt + 1 ELSE w.attempt END
     FROM r JOIN (SELECT id FROM requeued UNION ALL SELECT id FROM ended) held ON held.id = r.id
     WHERE w.id = r.id
     RETURNING w.id, w.webhook_id, w.event_id, w.event_type, r.status, r.counts, r.ord
@@ -564,17 +575,13 @@ export async function releaseLeases(q: Queryable, claimed: readonly Pick<Claimed
 
 /**
  * Gives back deliveries claimed ahead and never attempted (a worker stopping, or a lease too near
- * its end to start an attempt in it): as they were before the claim, due at once, the attempt
- * number not counted.
+ * its end to start an attempt in it): due at once, the attempt not counted. Their history rows
+ * were never written by the claim, so only the lease goes.
  */
 export async function returnUnsent(q: Queryable, claimed: readonly Pick<Claimed, 'id' | 'lease_token'>[]) {
   if (claimed.length === 0) return;
   await q.query(
-    giveBack(
-      HELD_LEASES,
-      `status = CASE WHEN d.attempt - 1 = 0 THEN 'pending' ELSE 'failed' END,
-       attempt = d.attempt - 1, next_retry_at = now()`,
-    ),
+    `UPDATE delivery_queue q SET ${FREED}, next_retry_at = now() FROM (${HELD_LEASES}) l WHERE q.id = l.id`,
     heldLeases(claimed),
   );
 }
@@ -582,7 +589,7 @@ export async function returnUnsent(q: Queryable, claimed: readonly Pick<Claimed,
 /** Queue depth by state, for the metrics. */
 export function deliveryCounts(q: Queryable): Promise<{ status: string; n: number }[]> {
   return q.query(
-    `SELECT d.status, count(*)::int AS n FROM delivery_queue q JOIN webhook_deliveries d ON d.id = q.id
-     GROUP BY d.status`,
+    `SELECT s.status, count(*)::int AS n FROM delivery_queue q JOIN delivery_states s ON s.id = q.id
+     GROUP BY s.status`,
   );
 }

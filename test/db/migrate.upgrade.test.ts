@@ -1,6 +1,8 @@
-// A database of the previous build moves to the queue beside the history (migration 014): what was
+// A database of an earlier build moves to the queue beside the history (migration 014): what was
 // queued or in flight is in the queue, leases and all; what had ended is not; the lease columns
-// leave the history, and a lease that ends brings its delivery back as after a worker's crash.
+// leave the history. Then to the claim that writes only the queue (migration 015): a delivery in
+// flight has its history row as before its claim, and still shows `delivering`. A lease that ends
+// brings its delivery back as after a worker's crash, the attempt counted.
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -25,7 +27,7 @@ async function migrationsBefore(first: string): Promise<string> {
   return migrationsDir(files, cleanups);
 }
 
-test('migration 014 queues what was unfinished, leases kept, and nothing that had ended', async () => {
+test('migrations 014 and 015 queue what was unfinished, leases kept, and nothing that had ended', async () => {
   const [db] = (await emptyDatabase(1, cleanups)) as [Db];
   const applied = await migrate(db, await migrationsBefore('014'));
   assert.ok(applied.includes('013_feed_write_in_one_statement.sql'));
@@ -55,7 +57,7 @@ test('migration 014 queues what was unfinished, leases kept, and nothing that ha
     [owner, token],
   );
 
-  assert.deepEqual(await migrate(db), ['014_queue_beside_history.sql']);
+  assert.deepEqual(await migrate(db, await migrationsBefore('015')), ['014_queue_beside_history.sql']);
   const queued = await db.query<{ status: string; leased: boolean; token: string | null }>(
     `SELECT d.status, q.lease_owner IS NOT NULL AS leased, q.lease_token AS token
      FROM delivery_queue q JOIN webhook_deliveries d ON d.id = q.id ORDER BY d.status`,
@@ -70,6 +72,19 @@ test('migration 014 queues what was unfinished, leases kept, and nothing that ha
      WHERE table_name = 'webhook_deliveries' AND table_schema = current_schema() AND column_name LIKE 'lease%'`,
   );
   assert.deepEqual(columns, [], 'the history keeps no lease');
+
+  assert.deepEqual(await migrate(db), ['015_claim_writes_the_queue_only.sql']);
+  const states = await db.query<{ history: string; attempt: number; shown: string; shown_attempt: number }>(
+    `SELECT d.status AS history, d.attempt, s.status AS shown, s.attempt AS shown_attempt
+     FROM webhook_deliveries d JOIN delivery_states s ON s.id = d.id ORDER BY d.event_id`,
+  );
+  assert.deepEqual(states, [
+    { history: 'pending', attempt: 0, shown: 'pending', shown_attempt: 0 },
+    { history: 'failed', attempt: 1, shown: 'failed', shown_attempt: 1 },
+    // In flight: the history as before the claim, the attempt under way shown.
+    { history: 'pending', attempt: 0, shown: 'delivering', shown_attempt: 1 },
+    { history: 'succeeded', attempt: 1, shown: 'succeeded', shown_attempt: 1 },
+  ]);
 
   // The old holder is gone: once its lease ends, the delivery is queued again, its attempt counted.
   assert.equal(await releaseExpiredLeases(db), 0, 'a lease still running is left alone');

@@ -33,7 +33,7 @@ import {
 /** Deliveries held by workers (in flight or queued ahead), all webhooks together. */
 async function deliveringCount(svc: TestService): Promise<number> {
   const [row] = await svc.db.query<{ n: number }>(
-    "SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'delivering'",
+    "SELECT count(*)::int AS n FROM delivery_states WHERE status = 'delivering'",
   );
   return row?.n ?? 0;
 }
@@ -140,7 +140,7 @@ test('a second worker shares webhooks whose holder does not keep up, within thei
   );
   assert.equal((await claim(second, 10)).claimed.length, 0, 'nothing left to share');
   const held = await svc.db.query<{ webhook_id: string; n: number }>(
-    `SELECT webhook_id, count(*)::int AS n FROM webhook_deliveries WHERE status = 'delivering'
+    `SELECT webhook_id, count(*)::int AS n FROM delivery_states WHERE status = 'delivering'
      GROUP BY webhook_id`,
   );
   assert.deepEqual(
@@ -238,7 +238,7 @@ test('a worker keeping its queue beside another worker’s attempt sends one at 
   assert.equal(most, 1, 'one attempt in flight beside the other worker’s, never two');
   await until('only the other worker’s delivery still held (every answer written)', async () => {
     const [held] = await svc.db.query<{ n: number }>(
-      "SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'delivering'",
+      "SELECT count(*)::int AS n FROM delivery_states WHERE webhook_id = $1 AND status = 'delivering'",
       [hook.id],
     );
     return held?.n === 1;
@@ -319,7 +319,7 @@ test('a claim holds more of the webhooks it names fast, as many as before of the
 /** Deliveries of one webhook by state. */
 const statesOf = (svc: TestService, webhookId: string) =>
   svc.db.query<{ status: string; n: number }>(
-    `SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1
+    `SELECT status, count(*)::int AS n FROM delivery_states WHERE webhook_id = $1
      GROUP BY status ORDER BY status`,
     [webhookId],
   );
@@ -474,7 +474,7 @@ test('a stopping worker gives back what it held ahead, the attempt not counted',
   await receiver.waitFor(1, 10_000);
   const states = () =>
     svc.db.query<{ status: string; attempt: number; n: number }>(
-      `SELECT status, attempt, count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1
+      `SELECT status, attempt, count(*)::int AS n FROM delivery_states WHERE webhook_id = $1
        GROUP BY status, attempt ORDER BY status, attempt`,
       [hook.id],
     );
@@ -571,7 +571,7 @@ test('outcomes written and the next deliveries claimed in one statement: both, o
   const states = async () =>
     (
       await svc.db.query<{ status: string }>(
-        'SELECT status FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY status',
+        'SELECT status FROM delivery_states WHERE webhook_id = $1 ORDER BY status',
         [hook.id],
       )
     ).map((r) => r.status);
@@ -587,12 +587,12 @@ test('outcomes written and the next deliveries claimed in one statement: both, o
   await svc.db.exec(`
     CREATE FUNCTION refuse_together() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN RAISE EXCEPTION 'refused'; END $$;
-    CREATE TRIGGER refuse_together BEFORE UPDATE ON webhook_deliveries FOR EACH ROW
-      WHEN (OLD.status = 'delivering') EXECUTE FUNCTION refuse_together();`);
+    CREATE TRIGGER refuse_together BEFORE DELETE ON delivery_queue FOR EACH ROW
+      WHEN (OLD.lease_owner IS NOT NULL) EXECUTE FUNCTION refuse_together();`);
   try {
     await assert.rejects(recordAndClaim(svc.db, [succeededOutcome(second)], request()));
   } finally {
-    await svc.db.exec('DROP TRIGGER refuse_together ON webhook_deliveries; DROP FUNCTION refuse_together()');
+    await svc.db.exec('DROP TRIGGER refuse_together ON delivery_queue; DROP FUNCTION refuse_together()');
   }
   assert.deepEqual(await states(), ['delivering', 'pending', 'succeeded']);
 });

@@ -85,7 +85,7 @@ test('events streaming in for a webhook held at its bound: two workers claim a f
   await until('four attempts hang', () => receiver.requests.filter((r) => r.path === held).length === 4);
   await until('eight deliveries held', async () => {
     const [row] = await svc.db.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+      `SELECT count(*)::int AS n FROM delivery_states d JOIN webhooks w ON w.id = d.webhook_id
        WHERE w.organization_id = $1 AND d.status = 'delivering'`,
       [t.organization.id],
     );

@@ -33,7 +33,7 @@ test('thirty deliveries stuck on a hanging receiver do not delay another webhook
   // The bound is the worker's: two attempted and HOLD_PER_WEBHOOK x 2 - 2 claimed ahead behind them (leased,
   // never sent while the two hang), the others due and waiting in the database.
   const states = await svc.db.query<{ status: string; n: number }>(
-    `SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 GROUP BY status ORDER BY status`,
+    `SELECT status, count(*)::int AS n FROM delivery_states WHERE webhook_id = $1 GROUP BY status ORDER BY status`,
     [hook.id],
   );
   assert.deepEqual(states, [
@@ -49,7 +49,7 @@ test('thirty deliveries stuck on a hanging receiver do not delay another webhook
   }
   assert.equal(receiver.requests.filter((r) => r.path === slow).length, 2, 'served while both still hang');
   const inFlight = await svc.db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'delivering'`,
+    `SELECT count(*)::int AS n FROM delivery_states WHERE webhook_id = $1 AND status = 'delivering'`,
     [hook.id],
   );
   assert.equal(

@@ -31,10 +31,10 @@ test('a failed outcome write is tried again: the delivery is recorded once and s
     CREATE FUNCTION refuse_outcomes() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
       IF nextval('outcome_hiccups') <= 3 THEN RAISE EXCEPTION 'database hiccup'; END IF;
-      RETURN NEW;
+      RETURN OLD;
     END $$;
-    CREATE TRIGGER refuse_outcomes BEFORE UPDATE ON webhook_deliveries FOR EACH ROW
-      WHEN (OLD.status = 'delivering' AND NEW.status <> 'delivering') EXECUTE FUNCTION refuse_outcomes();`);
+    CREATE TRIGGER refuse_outcomes BEFORE DELETE ON delivery_queue FOR EACH ROW
+      WHEN (OLD.lease_owner IS NOT NULL) EXECUTE FUNCTION refuse_outcomes();`);
   try {
     const succeeded = await attempts('succeeded');
     await putBooking(svc, t.organization.id);
@@ -54,7 +54,7 @@ test('a failed outcome write is tried again: the delivery is recorded once and s
     assert.equal(receiver.requests.filter((r) => r.path === path).length, 1, 'sent once');
     assert.equal((await attempts('succeeded')) - succeeded, 1, 'counted once, when written');
   } finally {
-    await svc.db.exec('DROP TRIGGER refuse_outcomes ON webhook_deliveries; DROP FUNCTION refuse_outcomes()');
+    await svc.db.exec('DROP TRIGGER refuse_outcomes ON delivery_queue; DROP FUNCTION refuse_outcomes()');
   }
 });
 

@@ -45,7 +45,7 @@ test('an embedded worker stands by while a svc worker is at work, and delivers o
       'nothing was sent while a svc worker is at work',
     );
     const [queue] = await svc.db.query<{ pending: number }>(
-      "SELECT count(*) FILTER (WHERE status = 'pending')::int AS pending FROM webhook_deliveries",
+      "SELECT count(*) FILTER (WHERE status = 'pending')::int AS pending FROM delivery_states",
     );
     assert.equal(queue?.pending, 3, 'the deliveries wait in the queue for the svc worker');
   } finally {

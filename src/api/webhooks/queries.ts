@@ -167,7 +167,7 @@ export function listDeliveries(q: Queryable, webhookId: string, take: number): P
   return q.query<DeliveryRow>(
     `SELECT id, event_id, event_type, status, attempt, max_attempts, next_retry_at, last_status, last_error,
             last_duration_ms, delivered_at, created_at
-     FROM webhook_deliveries WHERE webhook_id = $1
+     FROM delivery_states WHERE webhook_id = $1
      ORDER BY created_at DESC, id DESC LIMIT $2`,
     [webhookId, take],
   );
