@@ -201,7 +201,8 @@ const claimCtes = (p: (n: number) => string) => `
  */
 const CLAIM_FIGURES = {
   skipped: `coalesce(current_setting('svc.claim_skipped', true) = 'on', false)`,
-  due_left: `EXISTS (SELECT 1 FROM hooks h CROSS JOIN LATERAL (
+  // A claim that took deliveries found some due: the walk is made only when it took none.
+  due_left: `EXISTS (SELECT 1 FROM picked) OR EXISTS (SELECT 1 FROM hooks h CROSS JOIN LATERAL (
                SELECT 1 FROM delivery_queue q
                WHERE q.webhook_id = h.webhook_id AND q.lease_owner IS NULL AND q.next_retry_at <= now()
                LIMIT 1) due)`,

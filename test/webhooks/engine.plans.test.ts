@@ -307,6 +307,64 @@ test("a delivery's history row is written once per attempt, in place: the claim 
   }
 });
 
+test("claim_slots counts a webhook's held deliveries by index scan: the dead entries it meets are marked once, not read at every claim", async () => {
+  const { db, drop } = await openTestDb();
+  try {
+    const hook = await insertWebhook(db, '4715', 'held');
+    const worker = randomUUID();
+    // 302 deliveries leased by one worker, 300 of them ended since: their entries in
+    // delivery_queue_held are dead until a vacuum; two are still held.
+    await db.query(
+      `WITH e AS (
+         INSERT INTO events (organization_id, type, resource_id)
+         SELECT $2, 'booking.created', gen_random_uuid() FROM generate_series(1, 302) RETURNING id)
+       , d AS (
+         INSERT INTO webhook_deliveries (webhook_id, event_id, event_type, next_retry_at)
+         SELECT $1, e.id, 'booking.created', now() FROM e RETURNING id, webhook_id, event_id, next_retry_at)
+       INSERT INTO delivery_queue (id, webhook_id, event_id, next_retry_at, lease_owner, lease_token, lease_until)
+       SELECT id, webhook_id, event_id, next_retry_at, $3, gen_random_uuid(), now() + interval '1 minute' FROM d`,
+      [hook.id, hook.organization_id, worker],
+    );
+    await db.query(
+      'DELETE FROM delivery_queue WHERE id IN (SELECT id FROM delivery_queue WHERE webhook_id = $1 LIMIT 300)',
+      [hook.id],
+    );
+    /** Entries of delivery_queue_held one count returned, on a connection set as the engine's. */
+    const entriesRead = () =>
+      db.tx(async (q) => {
+        await q.exec('SET LOCAL enable_seqscan = off');
+        const read = async () =>
+          (
+            await q.query<{ n: number }>(
+              "SELECT pg_stat_get_xact_tuples_returned('delivery_queue_held'::regclass)::int AS n",
+            )
+          )[0]?.n ?? 0;
+        const before = await read();
+        const [slots] = await q.query<{ room: number }>('SELECT * FROM claim_slots($1, $2, $3, 8, 4, 500)', [
+          hook.id,
+          worker,
+          '{}',
+        ]);
+        assert.equal(slots?.room, 6, 'eight it may hold, two it holds');
+        return (await read()) - before;
+      });
+    const first = await entriesRead();
+    assert.ok(first >= 2, `the count read the index (${first} entries)`);
+    // A bitmap scan returns every dead entry again at every count. An index scan marks those it
+    // finds dead to every transaction, and skips them after; on a shared server another session's
+    // older snapshot may hold that back for a moment, so the count is asked again until then.
+    const deadline = Date.now() + 5000;
+    let later = await entriesRead();
+    while (later > 2 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+      later = await entriesRead();
+    }
+    assert.equal(later, 2, 'only the two held deliveries are read');
+  } finally {
+    await drop();
+  }
+});
+
 test("the queue's table is vacuumed once 1% of it is dead, not autovacuum's default fifth", async () => {
   const { db, drop } = await openTestDb();
   try {
