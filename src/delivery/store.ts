@@ -78,11 +78,17 @@ const EVENT_COLUMNS = {
 const WEBHOOK_FIELDS = Object.keys(WEBHOOK_COLUMNS) as (keyof typeof WEBHOOK_COLUMNS)[];
 const EVENT_FIELDS = Object.keys(EVENT_COLUMNS) as (keyof typeof EVENT_COLUMNS)[];
 
-/** The columns, each on the first row of its `window` (ordered by pos) only, null on the others. */
-const firstRowOnly = (window: string, columns: Record<string, string>) =>
-  Object.entries(columns)
-    .map(([name, expr]) => `CASE WHEN row_number() OVER ${window} = 1 THEN ${expr} END AS ${name}`)
+/** The columns as `alias`'s, each on the first row of its `window` (ordered by pos) only, null on the others. */
+const firstRowOnly = (window: string, alias: string, columns: Record<string, string>) =>
+  Object.keys(columns)
+    .map((name) => `CASE WHEN row_number() OVER ${window} = 1 THEN ${alias}.${name} END AS ${name}`)
     .join(',\n           ');
+
+/** The columns' expressions, named. */
+const named = (columns: Record<string, string>) =>
+  Object.entries(columns)
+    .map(([name, expr]) => `${expr} AS ${name}`)
+    .join(', ');
 
 /**
  * Claims up to `take` due deliveries and returns each with what its attempt needs, in one
@@ -138,7 +144,7 @@ const claimCtes = (p: (n: number) => string) => `
             ORDER BY q.webhook_id LIMIT 1)
     FROM hooks h WHERE h.webhook_id IS NOT NULL
   ), candidates AS (
-    SELECT x.id, x.next_retry_at, x.event_id, w.organization_id, s.cap,
+    SELECT x.id, x.row_version, x.next_retry_at, x.event_id, w.organization_id, s.cap,
            row_number() OVER (PARTITION BY h.webhook_id ORDER BY x.next_retry_at, x.event_id) AS k
     FROM hooks h
     JOIN webhooks w ON w.id = h.webhook_id
@@ -146,7 +152,7 @@ const claimCtes = (p: (n: number) => string) => `
                        CASE WHEN h.webhook_id = ANY (${p(8)}::uuid[]) THEN ${p(9)}::int ELSE ${p(2)}::int END,
                        ${p(6)}::int, ${p(7)}::int) s
     CROSS JOIN LATERAL (
-      SELECT q.id, q.next_retry_at, q.event_id
+      SELECT q.id, q.ctid AS row_version, q.next_retry_at, q.event_id
       FROM delivery_queue q
       WHERE q.webhook_id = h.webhook_id AND q.lease_owner IS NULL AND q.next_retry_at <= now()
       ORDER BY q.next_retry_at, q.event_id
@@ -155,40 +161,49 @@ const claimCtes = (p: (n: number) => string) => `
     ) x
   ), picked AS (
     -- pos: the order of attempts (the answer's rows come in it; a join's output order is the plan's).
-    SELECT c.id, c.cap, row_number() OVER (ORDER BY c.turn, c.next_retry_at, c.event_id) AS pos
+    SELECT c.id, c.row_version, c.cap, row_number() OVER (ORDER BY c.turn, c.next_retry_at, c.event_id) AS pos
     FROM (SELECT *, row_number() OVER (PARTITION BY organization_id ORDER BY k, next_retry_at, event_id) AS turn
           FROM candidates) c
     ORDER BY pos LIMIT ${p(1)}
   ), leased AS (
     UPDATE delivery_queue q
     SET lease_owner = ${p(5)}, lease_token = ${p(3)}, lease_until = now() + make_interval(secs => ${p(4)}::float8 / 1000)
-    WHERE q.id = ANY (ARRAY(SELECT id FROM picked))
+    -- By the row version the candidate's lock took (no one else can change it while it is locked):
+    -- no lookup of the key.
+    WHERE q.ctid = ANY (ARRAY(SELECT row_version FROM picked))
   ), claimed AS (
     -- The history row is read, not written: the lease is what says an attempt is under way
     -- (migration 015), and the attempt is counted in the history when it ends.
     SELECT d.id, d.webhook_id, d.event_id, d.attempt + 1 AS attempt, d.replayed_from
     FROM webhook_deliveries d
     WHERE d.id = ANY (ARRAY(SELECT id FROM picked))
+  ), hook_ctx AS MATERIALIZED (
+    -- Read once per webhook and once per event of the claim, by key, not once per delivery: a busy
+    -- claim holds a few events fanned out to a few webhooks.
+    SELECT w.id AS webhook_id, i.id AS integration_id, ${named(WEBHOOK_COLUMNS)}
+    FROM webhooks w JOIN integrations i ON i.id = w.integration_id
+    WHERE w.id = ANY (ARRAY(SELECT DISTINCT webhook_id FROM claimed))
+  ), event_ctx AS MATERIALIZED (
+    SELECT e.id AS event_id, ${named(EVENT_COLUMNS)}
+    FROM events e JOIN organizations o ON o.id = e.organization_id
+    LEFT JOIN event_payloads p ON p.event_id = e.id
+    WHERE e.id = ANY (ARRAY(SELECT DISTINCT event_id FROM claimed))
   ), got AS (
     SELECT k.pos, c.id, c.webhook_id, c.event_id, c.attempt, c.replayed_from, ${p(3)}::uuid AS lease_token,
            k.cap AS in_flight_cap,
            -- A webhook's columns, and an event's, once per claim: on its first row in the order of
            -- attempts (null on the others, which say so).
-           ${firstRowOnly('same_webhook', WEBHOOK_COLUMNS)},
+           ${firstRowOnly('same_webhook', 'h', WEBHOOK_COLUMNS)},
            row_number() OVER same_webhook > 1 AS webhook_above,
-           ${firstRowOnly('same_event', EVENT_COLUMNS)},
+           ${firstRowOnly('same_event', 'v', EVENT_COLUMNS)},
            row_number() OVER same_event > 1 AS event_above,
            -- The integration's external id of the booking: per row, as it depends on both.
            (SELECT x.external_id FROM booking_external_ids x
-            WHERE x.integration_id = i.id AND x.booking_id = e.resource_id) AS link_external_id
+            WHERE x.integration_id = h.integration_id AND x.booking_id = v.resource_id) AS link_external_id
     FROM claimed c
     JOIN picked k ON k.id = c.id
-    JOIN webhooks w ON w.id = c.webhook_id
-    JOIN integrations i ON i.id = w.integration_id
-    -- One key lookup per claimed row (LIMIT keeps the planner from hashing the whole events table).
-    CROSS JOIN LATERAL (SELECT * FROM events e WHERE e.id = c.event_id LIMIT 1) e
-    JOIN organizations o ON o.id = e.organization_id
-    LEFT JOIN event_payloads p ON p.event_id = e.id
+    JOIN hook_ctx h ON h.webhook_id = c.webhook_id
+    JOIN event_ctx v ON v.event_id = c.event_id
     WINDOW same_webhook AS (PARTITION BY c.webhook_id ORDER BY k.pos),
            same_event AS (PARTITION BY c.event_id ORDER BY k.pos)
   )`;
