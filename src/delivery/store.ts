@@ -3,8 +3,9 @@
 //
 // A delivery's place in the queue and its lease are a row of delivery_queue while it is unfinished
 // (migration 014); webhook_deliveries keeps what the deliveries' list shows, and none of its indexes
-// covers what a delivery's state changes, so its writes can be heap-only. Every statement here that
-// changes a delivery's state writes both, in one statement.
+// covers what a delivery's state changes, so its writes can be heap-only. The claim writes the queue
+// only (the lease is what says an attempt is under way: delivery_states, migration 015); every other
+// statement here that changes a delivery's state writes both, in one statement.
 import type { Queryable } from '../db/db.js';
 import { CONSECUTIVE_FAILURES_TO_DISABLE } from './policy.js';
 
