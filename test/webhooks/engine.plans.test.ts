@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import type { Db, Queryable } from '../../src/db/db.js';
 import { claimDeliveries, recordOutcomes } from '../../src/delivery/store.js';
 import { openTestDb, usingServer } from '../support/context.js';
+import { until } from '../support/wait.js';
 import { succeededOutcome } from '../support/webhooks.js';
 
 interface PlanNode {
@@ -116,6 +117,33 @@ async function insertWebhook(q: Queryable, code: string, name: string) {
   return hook as { id: string; organization_id: string };
 }
 
+/**
+ * `count` deliveries of `hook` in the queue, due `dueAgo` ago; the first `held` of them leased by
+ * `owner` for another minute.
+ */
+async function queueDeliveries(
+  q: Queryable,
+  hook: { id: string; organization_id: string },
+  o: { count: number; held: number; owner: string; dueAgo?: string },
+) {
+  await q.query(
+    `WITH e AS (
+       INSERT INTO events (organization_id, type, resource_id)
+       SELECT $2, 'booking.created', gen_random_uuid() FROM generate_series(1, $3::int) RETURNING id)
+     , d AS (
+       INSERT INTO webhook_deliveries (webhook_id, event_id, event_type, next_retry_at)
+       SELECT $1, e.id, 'booking.created', now() - $6::interval
+       FROM e RETURNING id, webhook_id, event_id, next_retry_at)
+     INSERT INTO delivery_queue (id, webhook_id, event_id, next_retry_at, lease_owner, lease_token, lease_until)
+     SELECT id, webhook_id, event_id, next_retry_at,
+            CASE WHEN held THEN $5::uuid END,
+            CASE WHEN held THEN gen_random_uuid() END,
+            CASE WHEN held THEN now() + interval '1 minute' END
+     FROM (SELECT *, row_number() OVER () <= $4 AS held FROM d) d`,
+    [hook.id, hook.organization_id, o.count, o.held, o.owner, o.dueAgo ?? '0 seconds'],
+  );
+}
+
 test("the claim's kept plan, made on an empty queue, reads the queue by key", {
   skip: usingServer ? false : 'needs PostgreSQL: the embedded database plans every run',
 }, async () => {
@@ -214,23 +242,7 @@ test("the claim's share check reads the webhook's own queue, not every webhook's
     const reads = await engine.tx(async (q) => {
       const hook = await insertWebhook(q, '4712', 'share');
       // Another worker holds one delivery of the webhook; another waits, due an hour ago.
-      await q.query(
-        `WITH e AS (
-           INSERT INTO events (organization_id, type, resource_id)
-           SELECT w.organization_id, 'booking.created', gen_random_uuid() FROM webhooks w, generate_series(1, 2)
-           WHERE w.id = $1 RETURNING id)
-         , d AS (
-           INSERT INTO webhook_deliveries (webhook_id, event_id, event_type, next_retry_at)
-           SELECT $1, e.id, 'booking.created', now() - interval '1 hour'
-           FROM e RETURNING id, webhook_id, event_id, next_retry_at)
-         INSERT INTO delivery_queue (id, webhook_id, event_id, next_retry_at, lease_owner, lease_token, lease_until)
-         SELECT id, webhook_id, event_id, next_retry_at,
-                CASE WHEN held THEN gen_random_uuid() END,
-                CASE WHEN held THEN gen_random_uuid() END,
-                CASE WHEN held THEN now() + interval '1 minute' END
-         FROM (SELECT *, row_number() OVER () = 1 AS held FROM d) d`,
-        [hook.id],
-      );
+      await queueDeliveries(q, hook, { count: 2, held: 1, owner: randomUUID(), dueAgo: '1 hour' });
       // PL/pgSQL keeps a plan after the fifth call; each asks for a share of a webhook whose holder
       // falls behind.
       return scansDuring(q, ['delivery_queue_due'], async () => {
@@ -314,17 +326,7 @@ test("claim_slots counts a webhook's held deliveries by index scan: the dead ent
     const worker = randomUUID();
     // 302 deliveries leased by one worker, 300 of them ended since: their entries in
     // delivery_queue_held are dead until a vacuum; two are still held.
-    await db.query(
-      `WITH e AS (
-         INSERT INTO events (organization_id, type, resource_id)
-         SELECT $2, 'booking.created', gen_random_uuid() FROM generate_series(1, 302) RETURNING id)
-       , d AS (
-         INSERT INTO webhook_deliveries (webhook_id, event_id, event_type, next_retry_at)
-         SELECT $1, e.id, 'booking.created', now() FROM e RETURNING id, webhook_id, event_id, next_retry_at)
-       INSERT INTO delivery_queue (id, webhook_id, event_id, next_retry_at, lease_owner, lease_token, lease_until)
-       SELECT id, webhook_id, event_id, next_retry_at, $3, gen_random_uuid(), now() + interval '1 minute' FROM d`,
-      [hook.id, hook.organization_id, worker],
-    );
+    await queueDeliveries(db, hook, { count: 302, held: 302, owner: worker });
     await db.query(
       'DELETE FROM delivery_queue WHERE id IN (SELECT id FROM delivery_queue WHERE webhook_id = $1 LIMIT 300)',
       [hook.id],
@@ -353,12 +355,13 @@ test("claim_slots counts a webhook's held deliveries by index scan: the dead ent
     // A bitmap scan returns every dead entry again at every count. An index scan marks those it
     // finds dead to every transaction, and skips them after; on a shared server another session's
     // older snapshot may hold that back for a moment, so the count is asked again until then.
-    const deadline = Date.now() + 5000;
-    let later = await entriesRead();
-    while (later > 2 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 50));
-      later = await entriesRead();
-    }
+    let later = first;
+    await until(
+      'a count reads only the held deliveries',
+      async () => (later = await entriesRead()) === 2,
+      5000,
+      50,
+    ).catch(() => {});
     assert.equal(later, 2, 'only the two held deliveries are read');
   } finally {
     await drop();
