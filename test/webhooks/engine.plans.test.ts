@@ -358,7 +358,10 @@ test("claim_slots counts a webhook's held deliveries by index scan: the dead ent
     let later = first;
     await until(
       'a count reads only the held deliveries',
-      async () => (later = await entriesRead()) === 2,
+      async () => {
+        later = await entriesRead();
+        return later === 2;
+      },
       5000,
       50,
     ).catch(() => {});
