@@ -1036,6 +1036,7 @@ async function measureReference(
   probe: Probe,
   sz: Sizes,
   processes: number,
+  profileDir: string | undefined,
 ): Promise<ConfigurationResult> {
   const url = args['database-url'];
   await resetReference(url);
@@ -1058,6 +1059,7 @@ async function measureReference(
             localQueue: Math.max(1, Math.floor(referenceLocalQueue / processes)),
             timeoutMs: DEFAULT_TIMEOUT_MS,
             caFile: receiver.caFile,
+            profileDir,
           }),
         ),
       ),
@@ -1292,7 +1294,7 @@ async function measure(kind: DbKind, receiver: BenchReceiver): Promise<WebhookRu
       const measured: ConfigurationResult[] = [];
       if (kind === 'postgres' && runReference) {
         for (const processes of referenceProcesses) {
-          const result = await measureReference(kind, receiver, probe, sz, processes);
+          const result = await measureReference(kind, receiver, probe, sz, processes, profileDir);
           if (processes === 1) referenceRounds.push(result);
           else measured.push(result);
         }

@@ -51,6 +51,10 @@ async function procCpuUs(pid: number): Promise<number | null> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Node's arguments that write a CPU profile of the child (each of its threads) into `dir`, if given. */
+export const profileArgs = (dir: string | undefined): string[] =>
+  dir ? ['--cpu-prof', '--cpu-prof-dir', dir] : [];
+
 export interface StartOptions {
   args: string[];
   env: NodeJS.ProcessEnv;

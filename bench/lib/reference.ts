@@ -6,7 +6,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { runMigrations } from 'graphile-worker';
 import pg from 'pg';
 import { bookingBody } from '../../test/support/feed.js';
-import { type Child, startChild } from './child.js';
+import { type Child, profileArgs, startChild } from './child.js';
 
 /** graphile-worker's own schema, and the schema of the reference's event rows. */
 export const REFERENCE_SCHEMA = 'bench_graphile_worker';
@@ -102,12 +102,14 @@ export interface ReferenceWorkerOptions {
   localQueue: number;
   timeoutMs: number;
   caFile: string;
+  /** Where to write a CPU profile of the process (--profile), if anywhere. */
+  profileDir?: string | undefined;
 }
 
 /** The reference's worker process, ready once graphile-worker runs. */
 export async function startReferenceWorker(root: string, o: ReferenceWorkerOptions): Promise<Child> {
   const child = await startChild({
-    args: ['--import', 'tsx', 'bench/webhook-reference.ts'],
+    args: [...profileArgs(o.profileDir), '--import', 'tsx', 'bench/webhook-reference.ts'],
     cwd: root,
     env: {
       PATH: process.env.PATH,

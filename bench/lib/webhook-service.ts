@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import pg from 'pg';
-import { type Child, freePort, startChild } from './child.js';
+import { type Child, freePort, profileArgs, startChild } from './child.js';
 
 export type BenchDatabase = { kind: 'postgres'; url: string } | { kind: 'pglite'; dataDir: string };
 
@@ -54,8 +54,6 @@ export async function serviceEnv(
     operatorToken,
   };
 }
-
-const profileArgs = (dir: string | undefined) => (dir ? ['--cpu-prof', '--cpu-prof-dir', dir] : []);
 
 export function startServe(root: string, s: ServiceEnv, profileDir?: string): Promise<Child> {
   return startChild({
