@@ -42,8 +42,25 @@ export interface Db extends Queryable {
    * at work. The embedded database has no other process: always 0.
    */
   sessionsOf(role: string): Promise<number>;
+  /**
+   * Whether this process leads among those that ask under `role` on this database (and schema): a
+   * session-level advisory lock, held by a connection of its own for as long as it stays open, so
+   * a leader that dies or loses its connection frees the lead for the next one that asks. The
+   * embedded database has no other process: it always leads.
+   */
+  leadership(role: string): Leadership;
   close(): Promise<void>;
 }
+
+export interface Leadership {
+  /** Leads now: holds the lead, or takes it if it is free (a new connection if the last one broke). */
+  check(): Promise<boolean>;
+  /** Gives the lead up (the connection closes). */
+  close(): Promise<void>;
+}
+
+/** The advisory lock class of leaderships (claim_slots uses 734110903 for its webhook locks). */
+const LEAD_LOCK_CLASS = 734110904;
 
 const INT8 = 20;
 const NUMERIC = 1700;
@@ -173,8 +190,61 @@ export function createPostgresDb(options: PostgresOptions): Db {
       );
       return Number((result.rows[0] as { n: number }).n);
     },
+    leadership: (role) => leadershipOnServer(options.url, sessionName(role, options.schema)),
     async close() {
       await pool.end();
+    },
+  };
+}
+
+/**
+ * A connection outside the pool that holds the lead's lock while it is open. A broken connection
+ * loses the lead (the server frees the lock as its session ends); the next check connects again and
+ * asks, while another process may have taken it meanwhile.
+ */
+function leadershipOnServer(url: string, name: string): Leadership {
+  let client: pg.Client | null = null;
+  let leading = false;
+  const drop = (c: pg.Client) => {
+    if (client !== c) return;
+    client = null;
+    leading = false;
+    c.end().catch(() => {});
+  };
+  return {
+    async check() {
+      if (leading && client) return true;
+      if (!client) {
+        const c = new pg.Client({ connectionString: url });
+        c.on('error', () => drop(c));
+        client = c;
+        try {
+          await c.connect();
+        } catch (error) {
+          drop(c);
+          throw error;
+        }
+      }
+      const c = client;
+      try {
+        const [row] = (
+          await c.query<{ got: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS got', [
+            LEAD_LOCK_CLASS,
+            name,
+          ])
+        ).rows;
+        leading = client === c && row?.got === true;
+      } catch (error) {
+        drop(c);
+        throw error;
+      }
+      return leading;
+    },
+    async close() {
+      const c = client;
+      client = null;
+      leading = false;
+      await c?.end().catch(() => {});
     },
   };
 }
@@ -270,6 +340,7 @@ export async function createPgliteDb(dataDir: string | null, from?: Blob): Promi
     },
     withPlansKept: () => ({ ...db, async close() {} }),
     sessionsOf: async () => 0,
+    leadership: () => ({ check: async () => true, async close() {} }),
     async close() {
       await lite.close();
     },

@@ -24,7 +24,8 @@
 // to five times that while it is idle: IDLE_POLL_FACTOR), so a lost notification costs at most
 // that. When nothing it could claim is due (every due delivery waits for a slot of its webhook), it
 // sleeps: it does not ask again until one of those wakes it.
-// Inside `svc serve`, it stands by while a `svc worker` is at work (standby.ts).
+// Inside `svc serve`, it stands by while a `svc worker` is at work; of several `svc worker`
+// processes, all but the one that leads stand by (standby.ts).
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebhookConfig } from '../config.js';
@@ -351,8 +352,11 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   const housekeepingEveryMs = Math.min(config.leaseMs / 2, 5000);
   let lastHousekeeping = 0;
 
-  /** Inside `svc serve` (its writers beside it), whether a `svc worker` is at work (standby.ts). */
-  const watch = deps.writersElsewhere ? null : standby(db, logger, config.pollMs);
+  /**
+   * Whether another process delivers (standby.ts): inside `svc serve`, a `svc worker`; in a `svc
+   * worker`, another one that leads.
+   */
+  const watch = standby(db, logger, config.pollMs, deps.writersElsewhere ?? false);
   /** When a claim standing by last found nothing to share (none left to a claim beside it). */
   let standbyFoundNothingAt = 0;
   let lastPublish = 0;
@@ -404,14 +408,11 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     }
     const housekeeping = Date.now() - lastHousekeeping >= housekeepingEveryMs;
     await watch
-      ?.look(housekeeping)
+      .look(housekeeping)
       .catch((error) =>
-        report(
-          error,
-          'could not tell whether a svc worker is at work; the embedded worker carries on as it was',
-        ),
+        report(error, 'could not tell whether another worker delivers; this one carries on as it was'),
       );
-    const standingBy = watch?.standingBy ?? false;
+    const standingBy = watch.standingBy;
     if (housekeeping) {
       lastHousekeeping = Date.now();
       await releaseExpiredLeases(engine);
@@ -526,6 +527,8 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       stopping = true;
       wake();
       await loop;
+      // Another worker takes the lead while this one finishes its attempts.
+      await watch.close().catch(() => {});
       await Promise.all(unlisten.map((u) => u().catch(() => {})));
       const all = Promise.all([...running.values()].map((f) => f.done));
       let timer: NodeJS.Timeout | undefined;

@@ -39,6 +39,7 @@ export async function closedDatabase(): Promise<Db> {
     tx: closed,
     listen: closed,
     sessionsOf: closed,
+    leadership: () => ({ check: closed, close: async () => {} }),
     withPlansKept: () => db,
     close: async () => {},
   };

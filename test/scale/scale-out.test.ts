@@ -222,3 +222,58 @@ describe('svc worker /metrics', { skip: needsServers }, () => {
     }
   });
 });
+
+// Last: it kills a worker.
+describe('of two svc workers, one leads', { skip: needsServers }, () => {
+  test('the leader alone delivers at a steady pace; the other takes the lead when it dies', async () => {
+    const first = serves[0] as ServeProcess;
+    const t = await clusterTenant(first, [receiver.url('/lead')]);
+    const processes = [...serves, ...workers];
+    const succeeded = () =>
+      Promise.all(
+        processes.map(async (p) =>
+          metricValue(await p.metrics(), 'svc_webhook_attempts_total', { outcome: 'succeeded' }),
+        ),
+      );
+    const arrivedAt = () => receiver.requests.filter((r) => r.path === '/lead').length;
+    /** `count` bookings created one after the other, each delivered before the next is written. */
+    const oneByOne = async (count: number) => {
+      for (let i = 0; i < count; i++) {
+        const had = arrivedAt();
+        const res = await request(
+          `${first.op}/organizations/${t.organizationId}/bookings/${randomUUID()}`,
+          'PUT',
+          OPERATOR_TOKEN,
+          bookingBody(),
+        );
+        assert.equal(res.status, 201, JSON.stringify(res.body));
+        await until(`delivery ${i} arrived`, async () => arrivedAt() > had, 20_000);
+      }
+    };
+    const before = await succeeded();
+    await oneByOne(10);
+    const steady = (await succeeded()).map((n, i) => n - (before[i] as number));
+    // serve, serve, worker, worker: the serves stand by (a svc worker is at work), one worker leads.
+    const leaders = steady.flatMap((n, i) => (n > 0 ? [i] : []));
+    assert.deepEqual(
+      steady.filter((n) => n > 0),
+      [10],
+      `one process made every attempt (serve, serve, worker, worker): ${steady.join(', ')}`,
+    );
+    const leader = leaders[0] as number;
+    assert.ok(leader >= 2, 'a svc worker, not a serve');
+    const follower = processes[leader === 2 ? 3 : 2] as WorkerProcess;
+    const killed = processes[leader] as WorkerProcess;
+
+    // Killed, its session ends and frees the lead; the other worker takes it at its next look
+    // (SVC_WEBHOOK_POLL_MS) and delivers what is written from then on.
+    await killed.proc.stop('SIGKILL');
+    const had = metricValue(await follower.metrics(), 'svc_webhook_attempts_total', { outcome: 'succeeded' });
+    await oneByOne(5);
+    assert.equal(
+      metricValue(await follower.metrics(), 'svc_webhook_attempts_total', { outcome: 'succeeded' }) - had,
+      5,
+      'the other worker delivered everything written after the kill',
+    );
+  });
+});

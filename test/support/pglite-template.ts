@@ -60,6 +60,9 @@ function asDb(lite: PGlite): Db {
     tx: (fn) => lite.transaction((t) => fn(on(t))),
     listen: () => Promise.reject(new Error('the template database takes no listeners')),
     sessionsOf: async () => 0,
+    leadership: () => {
+      throw new Error('the template database runs migrations only');
+    },
     withPlansKept: () => {
       throw new Error('the template database runs migrations only');
     },
