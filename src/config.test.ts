@@ -98,6 +98,7 @@ describe('configuration', () => {
       SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK: '3',
       SVC_WEBHOOK_IDLE_GAP_MS: '20',
       SVC_WEBHOOK_BACKLOG_ROUND_MS: '15',
+      SVC_WEBHOOK_SHARE_AFTER_MS: '250',
       SVC_WEBHOOK_POLL_MS: '3000',
       SVC_WEBHOOK_WORKER: 'off',
       SVC_DB_POOL_SIZE: '7',
@@ -143,6 +144,7 @@ describe('configuration', () => {
           batchMs: 2,
           idleGapMs: 20,
           backlogRoundMs: 15,
+          shareAfterMs: 250,
           pollMs: 3000,
           embeddedWorker: false,
         },
@@ -163,6 +165,8 @@ describe('configuration', () => {
     assert.equal(webhooks.dnsTimeoutMs, 3000);
     assert.equal(webhooks.idleGapMs, 50);
     assert.equal(webhooks.backlogRoundMs, 40);
+    assert.equal(webhooks.shareAfterMs, 500);
+    assert.throws(() => loadConfig({ SVC_WEBHOOK_SHARE_AFTER_MS: '9' }), /SVC_WEBHOOK_SHARE_AFTER_MS/);
     assert.equal(webhooks.pollMs, 1000);
     assert.throws(() => loadConfig({ SVC_WEBHOOK_POLL_MS: '99' }), /SVC_WEBHOOK_POLL_MS/);
     assert.throws(() => loadConfig({ SVC_WEBHOOK_BACKLOG_ROUND_MS: '1001' }), /SVC_WEBHOOK_BACKLOG_ROUND_MS/);

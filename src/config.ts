@@ -42,6 +42,12 @@ export interface WebhookConfig {
    */
   backlogRoundMs: number;
   /**
+   * A webhook whose oldest due delivery has waited this long (ms) is shared: its holder is not
+   * keeping up, so other workers take what its bound leaves, and a worker standing by takes it if
+   * no one holds it.
+   */
+  shareAfterMs: number;
+  /**
    * How often at most a worker looks for work that no notification announced (one lost with its
    * connection, what a writer left behind in the outbox), in ms.
    */
@@ -194,6 +200,7 @@ function webhookConfig(env: Env): WebhookConfig {
     batchMs: int(env, 'SVC_WEBHOOK_BATCH_MS', 2, 0, 1000),
     idleGapMs: int(env, 'SVC_WEBHOOK_IDLE_GAP_MS', 50, 0, 60_000),
     backlogRoundMs: int(env, 'SVC_WEBHOOK_BACKLOG_ROUND_MS', 40, 0, 1000),
+    shareAfterMs: int(env, 'SVC_WEBHOOK_SHARE_AFTER_MS', 500, 10, 600_000),
     pollMs: int(env, 'SVC_WEBHOOK_POLL_MS', 1000, 100, 60_000),
     embeddedWorker: oneOf(env, 'SVC_WEBHOOK_WORKER', ['on', 'off'], 'on') === 'on',
   };

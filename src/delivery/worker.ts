@@ -84,12 +84,6 @@ export const HOLD_PER_WEBHOOK = 4;
  */
 export const FAST_HOLD_PER_WEBHOOK = 8;
 /**
- * A webhook another worker holds deliveries of is shared once its oldest due delivery has waited
- * this long (its holder is not keeping up): receivers slower than one worker's attempts in flight
- * then get every worker's.
- */
-const SHARE_AFTER_MS = 500;
-/**
  * An idle worker (nothing to claim, nothing due later, nothing in hand) polls less and less often,
  * each poll twice as long after the last, up to this many times SVC_WEBHOOK_POLL_MS (and never
  * past its next housekeeping): a notification, or anything found, brings it back to the poll set.
@@ -359,6 +353,12 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   const watch = standby(db, logger, config.pollMs, deps.writersElsewhere ?? false);
   /** When a claim standing by last found nothing to share (none left to a claim beside it). */
   let standbyFoundNothingAt = 0;
+  /**
+   * Standing by, how long after a claim that found nothing the next one comes at the earliest: what
+   * it could take must wait SVC_WEBHOOK_SHARE_AFTER_MS first, and a long wait set there still
+   * looks every SVC_WEBHOOK_POLL_MS for what had waited already.
+   */
+  const standbyGapMs = Math.min(config.shareAfterMs, config.pollMs);
   let lastPublish = 0;
 
   /**
@@ -432,7 +432,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       batch.length > 0
         ? 0
         : standingBy
-          ? standbyFoundNothingAt + SHARE_AFTER_MS - Date.now()
+          ? standbyFoundNothingAt + standbyGapMs - Date.now()
           : fruitlessClaimAt + config.idleGapMs - Date.now();
     if (claimIn > 0) waitMs = Math.min(waitMs, claimIn);
     const ahead =
@@ -459,7 +459,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       fast: slots.fast(held.keys()),
       fastPerWebhook: hold(FAST_HOLD_PER_WEBHOOK),
       inFlightPerWebhook: config.concurrencyPerWebhook,
-      shareAfterMs: SHARE_AFTER_MS,
+      shareAfterMs: config.shareAfterMs,
       leaseToken: randomUUID(),
       leaseMs: config.leaseMs,
       owner,
@@ -505,7 +505,11 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     // it found there deliveries this round was ending: only then is it worth looking again soon.
     // Standing by, the webhooks left were most likely being claimed by the worker that holds them
     // (its claims come at each attempt that ends): looked at again soon, or the share is never had.
-    if (claim.skipped && (batch.length > 0 || standingBy)) waitMs = Math.min(waitMs, SKIPPED_RETRY_MS);
+    // With no attempt under way nothing else wakes this worker soon: a webhook left to a claim of
+    // a worker standing by (which takes nothing fresh) would otherwise wait for the next poll, up
+    // to 5 s for an idle worker, and be taken by the worker standing by once it had waited.
+    if (claim.skipped && (batch.length > 0 || standingBy || running.size === 0))
+      waitMs = Math.min(waitMs, SKIPPED_RETRY_MS);
     return spaced(startedAt, Math.min(waitMs, Math.max(Math.min(claim.nextDueMs ?? pollMs, retryIn), 1)));
   }
 

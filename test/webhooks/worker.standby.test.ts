@@ -1,8 +1,9 @@
 // The embedded worker of `svc serve` stands by while a `svc worker` process is at work on its
 // database: the process that answers the API leaves deliveries to the processes deployed for them,
-// and delivers again once none is left. A `svc worker` is known by its engine's sessions
-// (Db.sessionsOf), so a session opened under that name stands for one here: it never claims, which
-// makes what the embedded worker leaves to it observable.
+// takes only what waited SVC_WEBHOOK_SHARE_AFTER_MS, and delivers again once none is left. A `svc
+// worker` is known by its engine's sessions (Db.sessionsOf), so a session opened under that name
+// stands for one here: it never claims, which makes what the embedded worker leaves to it
+// observable.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -23,7 +24,8 @@ import {
 test('an embedded worker stands by while a svc worker is at work, and delivers once none is', {
   skip: usingServer ? false : 'needs PostgreSQL: `svc worker` processes run only on a server',
 }, async () => {
-  const { svc, receiver } = await webhookService();
+  // Nothing waits long enough here to be taken from the svc worker.
+  const { svc, receiver } = await webhookService({ SVC_WEBHOOK_SHARE_AFTER_MS: '600000' });
   const t = await webhookTenant(svc);
   await createWebhook(svc, t, receiver.url('/standby'), ['booking.created']);
   const dedicated = svc.db.withPlansKept(1, DEDICATED_WORKERS);
@@ -58,6 +60,30 @@ test('an embedded worker stands by while a svc worker is at work, and delivers o
   assert.equal(arrived.length, 3);
 });
 
+test('standing by, it takes a webhook no one holds once its deliveries waited SVC_WEBHOOK_SHARE_AFTER_MS', {
+  skip: usingServer ? false : 'needs PostgreSQL',
+}, async () => {
+  // A svc worker is at work but does not take these deliveries (it hangs, or is saturated with
+  // other webhooks): what waits is delivered by the worker standing by, at the webhook's bound.
+  const { svc, receiver } = await webhookService({ SVC_WEBHOOK_SHARE_AFTER_MS: '200' });
+  const t = await webhookTenant(svc);
+  await createWebhook(svc, t, receiver.url('/waited'), ['booking.created']);
+  const dedicated = svc.db.withPlansKept(1, DEDICATED_WORKERS);
+  try {
+    await dedicated.query('SELECT 1');
+    await deliveryWorker(svc);
+    const written = Date.now();
+    for (let i = 0; i < 3; i++) await putBooking(svc, t.organization.id);
+    const arrived = await arrivalsAt(receiver, '/waited', 3, 15_000);
+    assert.equal(arrived.length, 3, 'delivered while the svc worker is still at work');
+    assert.equal(await svc.db.sessionsOf(DEDICATED_WORKERS), 1);
+    const first = Math.min(...arrived.map((r) => r.receivedAt));
+    assert.ok(first - written >= 190, `not before they had waited: the first after ${first - written} ms`);
+  } finally {
+    await dedicated.close();
+  }
+});
+
 test('sessions of another schema are not counted: deployments sharing a database keep to their own', {
   skip: usingServer ? false : 'needs PostgreSQL',
 }, async () => {
@@ -81,6 +107,7 @@ test('a svc worker that starts beside a delivering embedded worker is known with
   const { svc, receiver } = await webhookService({
     SVC_WEBHOOK_POLL_MS: '100',
     SVC_WEBHOOK_LEASE_SECONDS: '60',
+    SVC_WEBHOOK_SHARE_AFTER_MS: '600000',
   });
   const t = await webhookTenant(svc);
   await createWebhook(svc, t, receiver.url('/arrives'), ['booking.created']);
