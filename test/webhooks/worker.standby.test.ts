@@ -21,16 +21,27 @@ import {
   webhookTenant,
 } from '../support/webhooks.js';
 
+/**
+ * A service whose webhook sends to `path`, and a session named as a `svc worker`'s that stands for
+ * one at work: it never claims. Close the session to stop it.
+ */
+async function besideASvcWorker(path: string, env: Record<string, string>) {
+  const { svc, receiver } = await webhookService(env);
+  const t = await webhookTenant(svc);
+  await createWebhook(svc, t, receiver.url(path), ['booking.created']);
+  const dedicated = svc.db.withPlansKept(1, DEDICATED_WORKERS);
+  await dedicated.query('SELECT 1');
+  return { svc, receiver, t, dedicated };
+}
+
 test('an embedded worker stands by while a svc worker is at work, and delivers once none is', {
   skip: usingServer ? false : 'needs PostgreSQL: `svc worker` processes run only on a server',
 }, async () => {
   // Nothing waits long enough here to be taken from the svc worker.
-  const { svc, receiver } = await webhookService({ SVC_WEBHOOK_SHARE_AFTER_MS: '600000' });
-  const t = await webhookTenant(svc);
-  await createWebhook(svc, t, receiver.url('/standby'), ['booking.created']);
-  const dedicated = svc.db.withPlansKept(1, DEDICATED_WORKERS);
+  const { svc, receiver, t, dedicated } = await besideASvcWorker('/standby', {
+    SVC_WEBHOOK_SHARE_AFTER_MS: '600000',
+  });
   try {
-    await dedicated.query('SELECT 1');
     assert.equal(await svc.db.sessionsOf(DEDICATED_WORKERS), 1, 'the session is known by its name');
     await deliveryWorker(svc);
     for (let i = 0; i < 3; i++) await putBooking(svc, t.organization.id);
@@ -65,12 +76,10 @@ test('standing by, it takes a webhook no one holds once its deliveries waited SV
 }, async () => {
   // A svc worker is at work but does not take these deliveries (it hangs, or is saturated with
   // other webhooks): what waits is delivered by the worker standing by, at the webhook's bound.
-  const { svc, receiver } = await webhookService({ SVC_WEBHOOK_SHARE_AFTER_MS: '200' });
-  const t = await webhookTenant(svc);
-  await createWebhook(svc, t, receiver.url('/waited'), ['booking.created']);
-  const dedicated = svc.db.withPlansKept(1, DEDICATED_WORKERS);
+  const { svc, receiver, t, dedicated } = await besideASvcWorker('/waited', {
+    SVC_WEBHOOK_SHARE_AFTER_MS: '200',
+  });
   try {
-    await dedicated.query('SELECT 1');
     await deliveryWorker(svc);
     const written = Date.now();
     for (let i = 0; i < 3; i++) await putBooking(svc, t.organization.id);
