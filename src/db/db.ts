@@ -213,7 +213,7 @@ function leadershipOnServer(url: string, name: string): Leadership {
   };
   return {
     async check() {
-      if (leading && client) return true;
+      if (leading) return true;
       if (!client) {
         const c = new pg.Client({ connectionString: url });
         c.on('error', () => drop(c));

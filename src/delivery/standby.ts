@@ -1,7 +1,7 @@
 // Which delivering processes stand by. A worker standing by holds nothing ahead and takes only
 // what waits: a share of a webhook whose holder is not keeping up, or a webhook no one holds, once
 // its oldest due delivery has waited SVC_WEBHOOK_SHARE_AFTER_MS (claim_slots, migration 016); after
-// a claim that found none it asks again that long later at the earliest.
+// a claim that found none it asks again that long later, or SVC_WEBHOOK_POLL_MS if shorter.
 //
 // - The embedded worker (in `svc serve`, beside the platform's writers) stands by while a `svc
 //   worker` process is at work on its database: the process that answers the API leaves deliveries
