@@ -1,4 +1,7 @@
-// tsc compiles TypeScript only; the SQL migrations travel beside the compiled code.
-import { cpSync } from 'node:fs';
+// tsc compiles TypeScript only; the SQL migrations travel beside the compiled code. The folder is
+// replaced, not merged: a migration removed from the sources (one never released) must not stay in
+// the build, where `svc` would apply it.
+import { cpSync, rmSync } from 'node:fs';
 
+rmSync('dist/db/migrations', { recursive: true, force: true });
 cpSync('src/db/migrations', 'dist/db/migrations', { recursive: true });

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { publishEvents } from '../../src/delivery/publish.js';
 import { DEDICATED_WORKERS } from '../../src/delivery/standby.js';
 import { usingServer } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
@@ -88,6 +89,31 @@ test('standing by, it takes a webhook no one holds once its deliveries waited SV
     assert.equal(await svc.db.sessionsOf(DEDICATED_WORKERS), 1);
     const first = Math.min(...arrived.map((r) => r.receivedAt));
     assert.ok(first - written >= 190, `not before they had waited: the first after ${first - written} ms`);
+  } finally {
+    await dedicated.close();
+  }
+});
+
+test('a worker that begins to stand by leaves a backlog to the worker that delivers for a gap first', {
+  skip: usingServer ? false : 'needs PostgreSQL',
+}, async () => {
+  // A backlog that waited long (an outage): a worker standing by may take it, but not at its
+  // first look, when the worker that delivers, starting beside it, has yet to claim.
+  const { svc, receiver, t, dedicated } = await besideASvcWorker('/gap', {
+    SVC_WEBHOOK_SHARE_AFTER_MS: '800',
+  });
+  try {
+    for (let i = 0; i < 3; i++) await putBooking(svc, t.organization.id);
+    await publishEvents(svc.db);
+    await svc.db.query("UPDATE delivery_queue SET next_retry_at = now() - interval '1 minute'");
+    const started = Date.now();
+    await deliveryWorker(svc);
+    const arrived = await arrivalsAt(receiver, '/gap', 3, 15_000);
+    const first = Math.min(...arrived.map((r) => r.receivedAt));
+    assert.ok(
+      first - started >= 750,
+      `its first claim came SVC_WEBHOOK_SHARE_AFTER_MS after it began to stand by: ${first - started} ms`,
+    );
   } finally {
     await dedicated.close();
   }
