@@ -35,6 +35,8 @@ export const DEDICATED_WORKERS = 'svc worker';
 export interface Standby {
   /** Another process was at work at the last look: this worker stands by. */
   readonly standingBy: boolean;
+  /** When this worker last began to stand by (Date.now()); 0 while it does not. */
+  readonly since: number;
   /** Looks again when `everyMs` has passed since the last look, or at once with `atOnce`. */
   look(atOnce: boolean): Promise<void>;
   /** Gives up what this worker holds (a `svc worker`'s lead). */
@@ -47,6 +49,7 @@ export interface Standby {
  */
 export function standby(db: Db, logger: FastifyBaseLogger, everyMs: number, dedicated: boolean): Standby {
   let standingBy = false;
+  let since = 0;
   let lastLookAt = 0;
   /** A `svc worker` says at its first look whether it leads; an embedded worker only when it stands by. */
   let told = !dedicated;
@@ -64,12 +67,16 @@ export function standby(db: Db, logger: FastifyBaseLogger, everyMs: number, dedi
     get standingBy() {
       return standingBy;
     },
+    get since() {
+      return since;
+    },
     async look(atOnce) {
       if (!atOnce && Date.now() - lastLookAt < everyMs) return;
       lastLookAt = Date.now();
       const other = lead ? !(await lead.check()) : (await db.sessionsOf(DEDICATED_WORKERS)) > 0;
       if (other === standingBy && told) return;
       told = true;
+      if (other !== standingBy) since = other ? Date.now() : 0;
       standingBy = other;
       logger.info(other ? messages.on : messages.off);
     },

@@ -351,17 +351,8 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
    * worker`, another one that leads.
    */
   const watch = standby(db, logger, config.pollMs, deps.writersElsewhere ?? false);
-  /**
-   * When a claim standing by last found nothing to share (none left to a claim beside it), or when
-   * this worker began to stand by: its first claim standing by comes a gap later, so the worker
-   * that delivers (starting beside it, as after a deploy or an outage) claims the webhooks first.
-   * Taking at once, a worker standing by held its share of every webhook whose deliveries had
-   * waited (a backlog: all of them) before the leader had claimed, and kept them without a queue
-   * ahead until its attempts ended (two `svc workers` on a drain of 32,000: 2 of 4 webhooks held
-   * so for the first 2.2 s, the queue going down at 500 deliveries/s where it then went at 1,100).
-   */
+  /** When a claim standing by last found nothing to share (none left to a claim beside it). */
   let standbyFoundNothingAt = 0;
-  let wasStandingBy = false;
   /**
    * Standing by, how long after a claim that found nothing the next one comes at the earliest: what
    * it could take must wait SVC_WEBHOOK_SHARE_AFTER_MS first, and a long wait set there still
@@ -422,8 +413,6 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
         report(error, 'could not tell whether another worker delivers; this one carries on as it was'),
       );
     const standingBy = watch.standingBy;
-    if (standingBy && !wasStandingBy) standbyFoundNothingAt = Date.now();
-    wasStandingBy = standingBy;
     if (housekeeping) {
       lastHousekeeping = Date.now();
       await releaseExpiredLeases(engine);
@@ -438,12 +427,18 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     // The deliveries of the batch being written are no longer held: the claim counts them so, here
     // and in the per-webhook bound.
     // A round that writes outcomes claims at once (their slots are free now); one woken only by a
-    // notification waits out the gap after a claim that took nothing.
+    // notification waits out the gap after a claim that took nothing. Standing by, the gap also
+    // follows the moment it began to: the worker that delivers, starting beside it (after a deploy
+    // or an outage), claims a backlog's webhooks first. Taking at once, a worker standing by held
+    // its share of every webhook whose deliveries had waited (a backlog: all of them) before the
+    // leader had claimed, and kept them with nothing queued ahead until its attempts ended (two `svc
+    // workers` on a drain of 32,000: 2 of 4 webhooks held so for the first 2.2 s, the queue going
+    // down at 500 deliveries/s where it then went at 1,100).
     const claimIn =
       batch.length > 0
         ? 0
         : standingBy
-          ? standbyFoundNothingAt + standbyGapMs - Date.now()
+          ? Math.max(standbyFoundNothingAt, watch.since) + standbyGapMs - Date.now()
           : fruitlessClaimAt + config.idleGapMs - Date.now();
     if (claimIn > 0) waitMs = Math.min(waitMs, claimIn);
     const ahead =
