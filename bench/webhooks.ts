@@ -644,12 +644,16 @@ async function latencyPhase(
   const { feed, probe, prefix } = subject;
   const phase = `${subject.name}/latency-${rate}`;
   const from = receiver.arrivals.length;
+  // --statements: PostgreSQL only, as in the drain; here from the first write to the last arrival.
+  const statements = probe.pgClient !== null ? args.statements : undefined;
+  if (statements) await probeQuery(probe, 'SELECT pg_stat_statements_reset()', []);
   const before = await snapshot(probe);
   const achieved = await feed.steady(phase, rate, seconds);
   const events = feed.events(phase);
   const ok = events.filter((e) => e.status === 201);
   const expected = ok.length * subject.fanOut;
   const { delivered, complete } = await collect(receiver, feed, prefix, phase, from, expected);
+  if (statements) await appendStatements(statements, probe, phase, delivered.length);
   const cpuMsPerDelivery = cpuBetween(
     before,
     await snapshot(probe),
