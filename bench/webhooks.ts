@@ -96,6 +96,7 @@ const { values: args } = parseArgs({
     'report-only': { type: 'boolean', default: false },
     profile: { type: 'string' },
     statements: { type: 'string' },
+    windows: { type: 'boolean', default: false },
     rounds: { type: 'string', default: '1' },
   },
 });
@@ -634,6 +635,31 @@ interface Subject {
   queue: { hold: string; release: string };
 }
 
+/**
+ * --windows: a latency phase cut by when each write was sent (the first 300 ms in steps of 100 ms,
+ * then to 600 ms, then the rest), with each window's medians: the feed write, its answer to the
+ * arrival, the publish to the arrival, and the arrival's p99. It tells a phase whose start is slow
+ * (connections, caches, a machine not yet at the pace) from one that is slow all through, and how
+ * many TLS connections the phase opened to the receiver.
+ */
+function logWindows(phase: string, delivered: Delivered[], newConnections: number): void {
+  if (delivered.length === 0) return;
+  log(`  ${phase}: ${newConnections} new TLS connections to the receiver`);
+  const start = Math.min(...delivered.map((d) => d.sent.sentAt));
+  const edges = [0, 100, 200, 300, 600, Number.POSITIVE_INFINITY];
+  for (let i = 0; i + 1 < edges.length; i++) {
+    const from = edges[i] as number;
+    const to = edges[i + 1] as number;
+    const ds = delivered.filter((d) => d.sent.sentAt - start >= from && d.sent.sentAt - start < to);
+    if (ds.length === 0) continue;
+    const p50 = (xs: number[]) => percentiles(xs).p50;
+    const arrival = percentiles(ds.map((d) => d.arrival.at - d.sent.answeredAt));
+    log(
+      `  ${phase} ${from}-${Number.isFinite(to) ? `${to}` : 'end'} ms: ${ds.length} deliveries, feed write p50 ${p50(ds.map((d) => d.sent.answeredAt - d.sent.sentAt))}, answer to arrival p50 ${arrival.p50} / p99 ${arrival.p99}, publish to arrival p50 ${p50(ds.map((d) => d.arrival.wall - d.publishedMs))} ms`,
+    );
+  }
+}
+
 async function latencyPhase(
   subject: Subject,
   receiver: BenchReceiver,
@@ -644,6 +670,7 @@ async function latencyPhase(
   const { feed, probe, prefix } = subject;
   const phase = `${subject.name}/latency-${rate}`;
   const from = receiver.arrivals.length;
+  const handshakes = receiver.tlsConnections();
   // --statements: PostgreSQL only, as in the drain; here from the first write to the last arrival.
   const statements = probe.pgClient !== null ? args.statements : undefined;
   if (statements) await probeQuery(probe, 'SELECT pg_stat_statements_reset()', []);
@@ -654,6 +681,7 @@ async function latencyPhase(
   const expected = ok.length * subject.fanOut;
   const { delivered, complete } = await collect(receiver, feed, prefix, phase, from, expected);
   if (statements) await appendStatements(statements, probe, phase, delivered.length);
+  if (args.windows) logWindows(phase, delivered, receiver.tlsConnections() - handshakes);
   const cpuMsPerDelivery = cpuBetween(
     before,
     await snapshot(probe),
