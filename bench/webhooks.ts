@@ -482,6 +482,10 @@ async function probeQuery<R extends pg.QueryResultRow>(p: Probe, sql: string, pa
  * database has it), appended to the file: calls, ms, rows, shared buffers hit and dirtied, WAL
  * records, and the statement's beginning.
  */
+/** The --statements file, on PostgreSQL only (PGlite has no pg_stat_statements, and the probe no client). */
+const statementsFile = (probe: Probe): string | undefined =>
+  probe.pgClient !== null ? args.statements : undefined;
+
 async function appendStatements(
   file: string,
   probe: Probe,
@@ -647,12 +651,12 @@ function logWindows(phase: string, delivered: Delivered[], newConnections: numbe
   log(`  ${phase}: ${newConnections} new TLS connections to the receiver`);
   const start = Math.min(...delivered.map((d) => d.sent.sentAt));
   const edges = [0, 100, 200, 300, 600, Number.POSITIVE_INFINITY];
+  const p50 = (xs: number[]) => percentiles(xs).p50;
   for (let i = 0; i + 1 < edges.length; i++) {
     const from = edges[i] as number;
     const to = edges[i + 1] as number;
     const ds = delivered.filter((d) => d.sent.sentAt - start >= from && d.sent.sentAt - start < to);
     if (ds.length === 0) continue;
-    const p50 = (xs: number[]) => percentiles(xs).p50;
     const arrival = percentiles(ds.map((d) => d.arrival.at - d.sent.answeredAt));
     log(
       `  ${phase} ${from}-${Number.isFinite(to) ? `${to}` : 'end'} ms: ${ds.length} deliveries, feed write p50 ${p50(ds.map((d) => d.sent.answeredAt - d.sent.sentAt))}, answer to arrival p50 ${arrival.p50} / p99 ${arrival.p99}, publish to arrival p50 ${p50(ds.map((d) => d.arrival.wall - d.publishedMs))} ms`,
@@ -671,8 +675,8 @@ async function latencyPhase(
   const phase = `${subject.name}/latency-${rate}`;
   const from = receiver.arrivals.length;
   const handshakes = receiver.tlsConnections();
-  // --statements: PostgreSQL only, as in the drain; here from the first write to the last arrival.
-  const statements = probe.pgClient !== null ? args.statements : undefined;
+  // --statements: from the first write to the last arrival.
+  const statements = statementsFile(probe);
   if (statements) await probeQuery(probe, 'SELECT pg_stat_statements_reset()', []);
   const before = await snapshot(probe);
   const achieved = await feed.steady(phase, rate, seconds);
@@ -829,8 +833,7 @@ async function drainPhase(subject: Subject, receiver: BenchReceiver, count: numb
   const ok = events.filter((e) => e.status === 201);
   const expected = ok.length * subject.fanOut;
   const from = receiver.arrivals.length;
-  // --statements: PostgreSQL only (PGlite has no pg_stat_statements, and the probe no client).
-  const statements = held ? args.statements : undefined;
+  const statements = statementsFile(probe);
   const before = await snapshot(probe);
   const startedAt = performance.now();
   await subject.start();
