@@ -249,7 +249,7 @@ async function worker(): Promise<number> {
   });
   // The platform's writes reach `svc serve`, which publishes them: this process publishes only what
   // a writer left behind.
-  const delivery = await startDeliveryWorker(deps, { writersElsewhere: true });
+  const delivery = await startDeliveryWorker(deps);
   deps.logger.info('webhook delivery worker started');
   await untilSignal();
   await shutdown([workerStoppable(delivery, cfg)], cfg.shutdownGraceMs, deps.logger);

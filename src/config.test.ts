@@ -163,13 +163,15 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ SVC_WEBHOOK_WORKER: 'no' }), /SVC_WEBHOOK_WORKER/);
     assert.deepEqual(webhooks.allowedPrivateRanges, []);
     assert.equal(webhooks.dnsTimeoutMs, 3000);
-    assert.equal(webhooks.idleGapMs, 50);
-    assert.equal(webhooks.backlogRoundMs, 40);
-    assert.equal(webhooks.shareAfterMs, 500);
-    assert.throws(() => loadConfig({ SVC_WEBHOOK_SHARE_AFTER_MS: '9' }), /SVC_WEBHOOK_SHARE_AFTER_MS/);
+    assert.equal(webhooks.concurrency, 128);
+    assert.equal(webhooks.concurrencyPerWebhook, 4);
     assert.equal(webhooks.pollMs, 1000);
-    assert.throws(() => loadConfig({ SVC_WEBHOOK_POLL_MS: '99' }), /SVC_WEBHOOK_POLL_MS/);
-    assert.throws(() => loadConfig({ SVC_WEBHOOK_BACKLOG_ROUND_MS: '1001' }), /SVC_WEBHOOK_BACKLOG_ROUND_MS/);
+    assert.equal(webhooks.workerLeaseMs, 10_000);
+    assert.throws(() => loadConfig({ SVC_WEBHOOK_POLL_MS: '19' }), /SVC_WEBHOOK_POLL_MS/);
+    assert.throws(
+      () => loadConfig({ SVC_WEBHOOK_POLL_MS: '500', SVC_WEBHOOK_WORKER_LEASE_MS: '1000' }),
+      /SVC_WEBHOOK_WORKER_LEASE_MS/,
+    );
   });
 
   test('SVC_TRUST_PROXY: false, true, a hop count or a list of addresses and CIDR ranges', () => {

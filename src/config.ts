@@ -26,32 +26,23 @@ export interface WebhookConfig {
   timeoutMs: number;
   /** A claimed delivery not recorded within this returns to the queue. */
   leaseMs: number;
-  /** Attempts in flight per worker process, and per webhook across all workers. */
+  /** Attempts in flight per worker process (its budget), and per webhook across all workers. */
   concurrency: number;
   concurrencyPerWebhook: number;
   /** How long finished attempts are gathered before their outcomes are written together, in ms. */
   batchMs: number;
   /**
-   * After a claim that took nothing while deliveries were due (they wait for other workers' slots),
-   * or a publish that found nothing, an event committed does not start another one before this, in ms.
+   * After a claim that took nothing while deliveries were due (they wait for room), an event
+   * committed does not start another claim before this, in ms.
    */
   idleGapMs: number;
-  /**
-   * While every webhook a worker sends to has at least its bound queued behind its attempts (a
-   * backlog), its rounds (outcomes written, slots claimed again) come at most this often, in ms.
-   */
-  backlogRoundMs: number;
-  /**
-   * A webhook whose oldest due delivery has waited this long (ms) is shared: its holder is not
-   * keeping up, so other workers take what its bound leaves, and a worker standing by takes it if
-   * no one holds it.
-   */
-  shareAfterMs: number;
   /**
    * How often at most a worker looks for work that no notification announced (one lost with its
    * connection, what a writer left behind in the outbox), in ms.
    */
   pollMs: number;
+  /** A worker whose beat (every pollMs) stops this long is dead: its webhooks go to the others. */
+  workerLeaseMs: number;
   /** Whether `svc serve` runs its embedded delivery worker (off: `svc worker` processes deliver, or nothing does). */
   embeddedWorker: boolean;
 }
@@ -186,7 +177,14 @@ function webhookConfig(env: Env): WebhookConfig {
   if (leaseMs < timeoutMs + 1000) {
     throw new ConfigError('SVC_WEBHOOK_LEASE_SECONDS', 'must exceed SVC_WEBHOOK_TIMEOUT_MS by at least 1 s');
   }
-  const concurrency = int(env, 'SVC_WEBHOOK_CONCURRENCY', 32, 1, 1000);
+  // A hanging attempt costs a socket, not a core: 128 leaves room beside a tenant whose ten
+  // webhooks hang for the whole time-out (40 attempts at the default bound of 4).
+  const concurrency = int(env, 'SVC_WEBHOOK_CONCURRENCY', 128, 1, 1000);
+  const pollMs = int(env, 'SVC_WEBHOOK_POLL_MS', 1000, 20, 60_000);
+  const workerLeaseMs = int(env, 'SVC_WEBHOOK_WORKER_LEASE_MS', 10_000, 100, 600_000);
+  if (workerLeaseMs < 3 * pollMs) {
+    throw new ConfigError('SVC_WEBHOOK_WORKER_LEASE_MS', 'must be at least three times SVC_WEBHOOK_POLL_MS');
+  }
   return {
     allowPrivateTargets: bool(env, 'SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
     allowedPrivateRanges: ranges(env, 'SVC_WEBHOOK_ALLOWED_PRIVATE_RANGES'),
@@ -199,9 +197,8 @@ function webhookConfig(env: Env): WebhookConfig {
     concurrencyPerWebhook: int(env, 'SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK', 4, 1, concurrency),
     batchMs: int(env, 'SVC_WEBHOOK_BATCH_MS', 2, 0, 1000),
     idleGapMs: int(env, 'SVC_WEBHOOK_IDLE_GAP_MS', 50, 0, 60_000),
-    backlogRoundMs: int(env, 'SVC_WEBHOOK_BACKLOG_ROUND_MS', 40, 0, 1000),
-    shareAfterMs: int(env, 'SVC_WEBHOOK_SHARE_AFTER_MS', 500, 10, 600_000),
-    pollMs: int(env, 'SVC_WEBHOOK_POLL_MS', 1000, 100, 60_000),
+    pollMs,
+    workerLeaseMs,
     embeddedWorker: oneOf(env, 'SVC_WEBHOOK_WORKER', ['on', 'off'], 'on') === 'on',
   };
 }

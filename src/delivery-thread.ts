@@ -5,9 +5,8 @@
 // (p99 100-200 ms, against about 35 ms with the deliveries in another process).
 //
 // The thread is this same module (the worker_threads entry is import.meta.url), so the service
-// ships no second entry point. It is told whether the APIs' writers publish their own events (a
-// flag it reads from shared memory), answers for its metrics when /metrics is scraped, and stops
-// as the process's shutdown says. A thread that ends on its own ends the process's wait for a
+// ships no second entry point. It answers for its metrics when /metrics is scraped, and stops as
+// the process's shutdown says. A thread that ends on its own ends the process's wait for a
 // signal: `svc serve` then stops like on SIGTERM and exits with 1, for its supervisor to restart it.
 //
 // The embedded database (PGlite) lives in the process's main thread and cannot be shared with
@@ -17,7 +16,6 @@ import { isMainThread, parentPort, Worker as Thread, workerData } from 'node:wor
 import { Registry } from 'prom-client';
 import type { Deps } from './apps/deps.js';
 import type { Config } from './config.js';
-import { publishingForWriters } from './delivery/publish.js';
 import type { Worker } from './delivery/worker.js';
 import { openDatabase, processLogger, resolveMasterKey, startDeliveryWorker } from './runtime.js';
 import { createTargetResolver } from './security/resolver.js';
@@ -26,8 +24,6 @@ import { createSecretBox } from './security/secrets.js';
 const ROLE = 'svc-delivery-thread';
 /** Connections of the thread's own pool besides the engine's: the publisher, the metrics' count. */
 const THREAD_POOL = 2;
-/** How often the main thread tells whether its writers publish (publishingForWriters). */
-const WRITERS_EVERY_MS = 200;
 /** How long after the grace period a thread that has not stopped is ended. */
 const STOP_MARGIN_MS = 2000;
 /** How long /metrics waits for the thread's part. */
@@ -37,8 +33,6 @@ interface Start {
   role: typeof ROLE;
   config: Config;
   isTTY: boolean | undefined;
-  /** [0]: 1 while the main thread's writers publish their own events. */
-  writers: Int32Array;
 }
 
 type ToThread = { type: 'stop'; graceMs: number } | { type: 'metrics'; id: number } | { type: 'wake' };
@@ -61,8 +55,7 @@ export async function startEmbeddedWorker(deps: Deps): Promise<EmbeddedWorker> {
 }
 
 async function startDeliveryThread(deps: Deps): Promise<EmbeddedWorker> {
-  const writers = new Int32Array(new SharedArrayBuffer(4));
-  const start: Start = { role: ROLE, config: deps.config, isTTY: process.stdout.isTTY, writers };
+  const start: Start = { role: ROLE, config: deps.config, isTTY: process.stdout.isTTY };
   const thread = new Thread(new URL(import.meta.url), { workerData: start });
   const waiting = new Map<number, (text: string | null) => void>();
   let nextId = 0;
@@ -88,10 +81,6 @@ async function startDeliveryThread(deps: Deps): Promise<EmbeddedWorker> {
     void ended.then(reject);
   });
 
-  const tell = setInterval(() => {
-    Atomics.store(writers, 0, publishingForWriters(deps.db) ? 1 : 0);
-  }, WRITERS_EVERY_MS);
-  tell.unref();
   const post = (message: ToThread) => thread.postMessage(message);
 
   const part = async (): Promise<string> => {
@@ -118,7 +107,6 @@ async function startDeliveryThread(deps: Deps): Promise<EmbeddedWorker> {
     wake: () => post({ type: 'wake' }),
     async stop(graceMs) {
       stopping = true;
-      clearInterval(tell);
       deps.metrics.elsewhere.delete(part);
       if (exited) return;
       // The thread gives up on attempts past the grace period itself; should it not answer (stuck
@@ -145,17 +133,14 @@ async function runThread(start: Start, port: NonNullable<typeof parentPort>): Pr
   const logger = processLogger(config, start.isTTY).child({ thread: 'delivery' });
   const db = await openDatabase(config, logger);
   const registry = new Registry();
-  const worker = await startDeliveryWorker(
-    {
-      config,
-      db,
-      logger,
-      secrets: createSecretBox(await resolveMasterKey(config)),
-      resolve: createTargetResolver({ timeoutMs: config.webhooks.dnsTimeoutMs }),
-      metrics: { registry },
-    },
-    { writersPublish: () => Atomics.load(start.writers, 0) === 1 },
-  );
+  const worker = await startDeliveryWorker({
+    config,
+    db,
+    logger,
+    secrets: createSecretBox(await resolveMasterKey(config)),
+    resolve: createTargetResolver({ timeoutMs: config.webhooks.dnsTimeoutMs }),
+    metrics: { registry },
+  });
   port.on('message', (message: ToThread) => {
     if (message.type === 'wake') worker.wake();
     else if (message.type === 'metrics') {

@@ -7,11 +7,10 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Deps } from './apps/deps.js';
 import type { Config } from './config.js';
 import { createPgliteDb, createPostgresDb, type Db } from './db/db.js';
-import { migrate } from './db/migrate.js';
+import { buildName, migrate } from './db/migrate.js';
 import { createDeliveryMetrics } from './delivery/metrics.js';
 import { createSender } from './delivery/send.js';
-import { DEDICATED_WORKERS } from './delivery/standby.js';
-import { startWorker, type Worker, type WorkerDeps } from './delivery/worker.js';
+import { startWorker, type Worker } from './delivery/worker.js';
 import { createIdentityCache } from './http/auth.js';
 import { createCursorCodec } from './http/cursor.js';
 import { createMetrics, type Metrics, metricsText } from './http/metrics.js';
@@ -126,10 +125,7 @@ const ENGINE_CONNECTIONS = 3;
  * A delivery worker for this process, on the application's metrics registry. The development
  * settings that widen what a delivery may reach are logged loudly whenever they are on.
  */
-export async function startDeliveryWorker(
-  deps: DeliveryParts,
-  options: Pick<WorkerDeps, 'writersElsewhere' | 'writersPublish'> = {},
-): Promise<Worker> {
+export async function startDeliveryWorker(deps: DeliveryParts): Promise<Worker> {
   const { webhooks } = deps.config;
   if (webhooks.allowPrivateTargets) {
     deps.logger.warn(
@@ -148,13 +144,9 @@ export async function startDeliveryWorker(
     timeoutMs: webhooks.timeoutMs,
     ca: webhooks.caFile ? await readFile(webhooks.caFile) : null,
   });
-  // The engine's statements on connections of their own, each planned once (Db.withPlansKept). A
-  // worker runs one round at a time, beside which it may give back what it held or hand back leases.
-  // A `svc worker`'s sessions carry its name, so an embedded worker knows one is at work.
-  const engine = deps.db.withPlansKept(
-    ENGINE_CONNECTIONS,
-    options.writersElsewhere ? DEDICATED_WORKERS : undefined,
-  );
+  // The engine's statements on connections of their own (Db.withPlansKept): a worker runs one
+  // round at a time, beside which it may hand back leases as it stops.
+  const engine = deps.db.withPlansKept(ENGINE_CONNECTIONS);
   const worker = await startWorker({
     db: deps.db,
     engine,
@@ -163,7 +155,7 @@ export async function startDeliveryWorker(
     secrets: deps.secrets,
     sender,
     metrics: createDeliveryMetrics(deps.metrics.registry, deps.db),
-    ...options,
+    build: await buildName(),
   });
   return {
     wake: worker.wake,

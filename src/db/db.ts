@@ -21,46 +21,23 @@ export interface Db extends Queryable {
    * Calls `onNotify` on each NOTIFY of `channel` (LISTEN). Best effort: a lost connection is
    * re-established in the background, so callers also poll. Resolves to a function that stops.
    */
-  listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
+  listen(channel: string, onNotify: (detail?: string) => void): Promise<() => Promise<void>>;
   /**
    * A pool of `max` connections of its own on the same database, on which each statement keeps the
    * plan it got at its first run on a connection (PostgreSQL's generic plan). PostgreSQL otherwise
    * plans a prepared statement again at every run whenever its generic plan looks dearer than the
    * plans made for the values given, which for a statement of many parts costs more than running
    * it. For statements that run many times a second and are written so that one plan serves all
-   * their values (the delivery engine's: bench/claim-plan.ts shows both). A plan kept is made
+   * their values (the delivery engine's). A plan kept is made
    * once, perhaps on an empty queue (a new deployment, a database just restored), where reading the
    * whole table looks cheapest, and would then be kept while the queue grows: on these connections
    * the planner reads a table whole only where no index serves (enable_seqscan off), so every
    * plan reads by key however small the tables were when it was made. The embedded database
    * has one connection: it answers with itself, and closing the answer leaves it open.
    */
-  withPlansKept(max: number, role?: string): Db;
-  /**
-   * Sessions open on this database (and schema) under `role`, as a pool opened by
-   * withPlansKept(max, role) names its connections: which other processes of this deployment are
-   * at work. The embedded database has no other process: always 0.
-   */
-  sessionsOf(role: string): Promise<number>;
-  /**
-   * Whether this process leads among those that ask under `role` on this database (and schema): a
-   * session-level advisory lock, held by a connection of its own for as long as it stays open, so
-   * a leader that dies or loses its connection frees the lead for the next one that asks. The
-   * embedded database has no other process: it always leads.
-   */
-  leadership(role: string): Leadership;
+  withPlansKept(max: number): Db;
   close(): Promise<void>;
 }
-
-export interface Leadership {
-  /** Leads now: holds the lead, or takes it if it is free (a new connection if the last one broke). */
-  check(): Promise<boolean>;
-  /** Gives the lead up (the connection closes). */
-  close(): Promise<void>;
-}
-
-/** The advisory lock class of leaderships (claim_slots uses 734110903 for its webhook locks). */
-const LEAD_LOCK_CLASS = 734110904;
 
 const INT8 = 20;
 const NUMERIC = 1700;
@@ -80,15 +57,7 @@ export interface PostgresOptions {
   onIdleError?: (error: Error) => void;
   /** Every statement runs its generic plan (see Db.withPlansKept). */
   plansKept?: boolean;
-  /** What the pool's sessions are called (see Db.sessionsOf). */
-  role?: string;
 }
-
-/**
- * The application_name of a role's sessions: the schema is part of it, so deployments that share
- * a database in schemas of their own (the tests') see only their own (63 characters at most).
- */
-const sessionName = (role: string, schema?: string) => `${role}${schema ? ` ${schema}` : ''}`.slice(0, 63);
 
 /** How long an idle connection of the pool stays open. */
 export const IDLE_TIMEOUT_MS = 300_000;
@@ -97,7 +66,6 @@ export function createPostgresDb(options: PostgresOptions): Db {
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.max ?? 10,
-    ...(options.role ? { application_name: sessionName(options.role, options.schema) } : {}),
     // Without a bound, a stalled database queues every request behind the pool for as long as
     // the stall lasts; with it they fail fast and the service stays answerable.
     connectionTimeoutMillis: options.connectionTimeoutMs ?? 0,
@@ -179,77 +147,21 @@ export function createPostgresDb(options: PostgresOptions): Db {
       await pool.query(sql);
     },
     listen: (channel, onNotify) => listenOnServer(options.url, channel, onNotify, options.schema),
-    withPlansKept: (max, role) =>
-      createPostgresDb({ ...options, max, plansKept: true, ...(role ? { role } : {}) }),
-    async sessionsOf(role) {
-      const result = await pool.query(
-        statement(
-          'SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1',
-          [sessionName(role, options.schema)],
-        ),
-      );
-      return Number((result.rows[0] as { n: number }).n);
-    },
-    leadership: (role) => leadershipOnServer(options.url, sessionName(role, options.schema)),
+    withPlansKept: (max) => createPostgresDb({ ...options, max, plansKept: true }),
     async close() {
       await pool.end();
     },
   };
 }
 
-/**
- * A connection outside the pool that holds the lead's lock while it is open. A broken connection
- * loses the lead (the server frees the lock as its session ends); the next check connects again and
- * asks, while another process may have taken it meanwhile.
- */
-function leadershipOnServer(url: string, name: string): Leadership {
-  let client: pg.Client | null = null;
-  let leading = false;
-  const drop = (c: pg.Client) => {
-    if (client !== c) return;
-    client = null;
-    leading = false;
-    c.end().catch(() => {});
-  };
-  return {
-    async check() {
-      if (leading) return true;
-      if (!client) {
-        const c = new pg.Client({ connectionString: url });
-        c.on('error', () => drop(c));
-        client = c;
-        try {
-          await c.connect();
-        } catch (error) {
-          drop(c);
-          throw error;
-        }
-      }
-      const c = client;
-      try {
-        const [row] = (
-          await c.query<{ got: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS got', [
-            LEAD_LOCK_CLASS,
-            name,
-          ])
-        ).rows;
-        leading = client === c && row?.got === true;
-      } catch (error) {
-        drop(c);
-        throw error;
-      }
-      return leading;
-    },
-    async close() {
-      const c = client;
-      client = null;
-      leading = false;
-      await c?.end().catch(() => {});
-    },
-  };
-}
-
 const RELISTEN_MS = 1000;
+
+/** A notification's payload: the schema it was sent from, then what it tells (after a space), if anything. */
+function splitPayload(payload: string | undefined): [string | undefined, string | undefined] {
+  if (!payload) return [undefined, undefined];
+  const space = payload.indexOf(' ');
+  return space < 0 ? [payload, undefined] : [payload.slice(0, space), payload.slice(space + 1)];
+}
 
 /**
  * A connection of its own, outside the pool, that holds the LISTEN and comes back when lost.
@@ -259,7 +171,7 @@ const RELISTEN_MS = 1000;
 async function listenOnServer(
   url: string,
   channel: string,
-  onNotify: () => void,
+  onNotify: (detail?: string) => void,
   schema?: string,
 ): Promise<() => Promise<void>> {
   let client: pg.Client | null = null;
@@ -270,8 +182,9 @@ async function listenOnServer(
     const c = new pg.Client({ connectionString: url });
     c.on('notification', (message) => {
       if (message.channel !== channel) return;
-      if (schema && message.payload && message.payload !== schema) return;
-      onNotify();
+      const [from, detail] = splitPayload(message.payload);
+      if (schema && from && from !== schema) return;
+      onNotify(detail);
     });
     const retry = () => {
       if (client === c) client = null;
@@ -333,14 +246,12 @@ export async function createPgliteDb(dataDir: string | null, from?: Blob): Promi
       await lite.exec(sql);
     },
     async listen(channel, onNotify) {
-      const stop = await lite.listen(channel, () => onNotify());
+      const stop = await lite.listen(channel, (payload) => onNotify(splitPayload(payload)[1]));
       return async () => {
         await stop();
       };
     },
     withPlansKept: () => ({ ...db, async close() {} }),
-    sessionsOf: async () => 0,
-    leadership: () => ({ check: async () => true, async close() {} }),
     async close() {
       await lite.close();
     },

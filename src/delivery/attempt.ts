@@ -1,14 +1,19 @@
 // One attempt of a claimed delivery: whether it may be sent at all, the signed request, and the
 // outcome the retry policy gives its answer. No database work: the worker writes what this returns.
+//
+// A fault of the service's own (a secret that will not open, a body that cannot be made) is an
+// attempt like any other for the delivery: it counts, is retried on the schedule and ends the
+// delivery `dead` after the last one, with a last_error that names the service. It never moves the
+// webhook's failure count (the receiver did nothing wrong), and is told to `fault` with every id.
 import type { KeyObject } from 'node:crypto';
 import type { WebhookConfig } from '../config.js';
 import type { SecretBox } from '../security/secrets.js';
 import { deliveryBodies } from './body.js';
-import type { DeliveryMetrics } from './metrics.js';
+import type { AttemptContext, Claimed, Recorded } from './engine.js';
+import type { AttemptClass, DeliveryMetrics } from './metrics.js';
 import { MAX_ATTEMPTS, outcomeOf } from './policy.js';
 import { type AttemptResult, judgedStatus, type Sender } from './send.js';
 import { signatureHeader, signingKey } from './signing.js';
-import type { AttemptContext, Claimed, Recorded } from './store.js';
 
 const USER_AGENT = 'SVC-Webhooks/1';
 
@@ -17,8 +22,23 @@ export interface AttemptDeps {
   secrets: SecretBox;
   sender: Sender;
   metrics?: DeliveryMetrics;
-  /** Told of a failure inside the service (never the receiver's). */
-  report(error: unknown, what: string): void;
+}
+
+export interface Attempted {
+  recorded: Recorded;
+  class: AttemptClass;
+  /** The service's own failure, when `class` is service_fault. */
+  fault?: unknown;
+}
+
+/** The class of a receiver's answer, or of its absence. */
+export function classOf(result: AttemptResult): AttemptClass {
+  if (result.refused) return 'refused_target';
+  if (result.timedOut) return 'timeout';
+  if (result.status === null || result.partial) return 'network';
+  if (result.status >= 200 && result.status < 300) return '2xx';
+  if (result.status < 400) return '3xx';
+  return result.status < 500 ? '4xx' : '5xx';
 }
 
 /** Why an attempt is not made at all, or null when it is. */
@@ -57,7 +77,7 @@ function openedSecrets(box: SecretBox): (sealed: Buffer, webhookId: string) => K
 }
 
 /** Makes one attempt of a claimed delivery and says what to record of it. */
-export function attempter(deps: AttemptDeps): (claimed: Claimed) => Promise<Recorded> {
+export function attempter(deps: AttemptDeps): (claimed: Claimed) => Promise<Attempted> {
   const { config, metrics } = deps;
   const bodyOf = deliveryBodies();
   const open = openedSecrets(deps.secrets);
@@ -88,7 +108,7 @@ export function attempter(deps: AttemptDeps): (claimed: Claimed) => Promise<Reco
   return async (claimed) => {
     const refusal = notSendable(claimed);
     if (refusal) {
-      return {
+      const recorded: Recorded = {
         status: 'dead',
         maxAttempts: claimed.replayed_from + MAX_ATTEMPTS,
         nextRetryInMs: null,
@@ -96,35 +116,34 @@ export function attempter(deps: AttemptDeps): (claimed: Claimed) => Promise<Reco
         error: refusal,
         durationMs: 0,
         counts: false,
+        blames: false,
       };
+      return { recorded, class: 'not_sent' };
     }
     const started = performance.now();
+    // The retry schedule counts from the attempt a replay started again from.
+    const nth = claimed.attempt - claimed.replayed_from;
+    if (nth === 1 && claimed.replayed_from === 0)
+      metrics?.lag.observe((Date.now() - claimed.event_created_at.getTime()) / 1000);
     let result: AttemptResult;
     try {
-      if (claimed.attempt === claimed.replayed_from + 1 && claimed.replayed_from === 0)
-        metrics?.lag.observe((Date.now() - claimed.event_created_at.getTime()) / 1000);
       result = await send(claimed);
-    } catch (error) {
-      // Our own failure (a secret that does not open, a bug): never the receiver's. The attempt
-      // is given back and tried again after the first gap, without counting against the webhook.
-      deps.report(error, 'webhook attempt failed inside the service');
-      return {
-        status: 'failed',
-        maxAttempts: claimed.replayed_from + MAX_ATTEMPTS,
-        nextRetryInMs: config.retryGapsMs[0] ?? 30_000,
+    } catch (fault) {
+      const outcome = outcomeOf(nth, null, config.retryGapsMs);
+      const recorded: Recorded = {
+        status: outcome.status,
+        maxAttempts: claimed.replayed_from + outcome.maxAttempts,
+        nextRetryInMs: outcome.status === 'failed' ? outcome.retryInMs : null,
         httpStatus: null,
-        error: 'error interno del servicio al preparar el envío; se reintentará',
+        error: `error interno del servicio (no del destino): ${describeFault(fault)}`,
         durationMs: Math.round(performance.now() - started),
-        counts: false,
+        counts: true,
+        blames: false,
       };
+      return { recorded, class: 'service_fault', fault };
     }
-    // The retry schedule counts from the attempt a replay started again from.
-    const outcome = outcomeOf(
-      claimed.attempt - claimed.replayed_from,
-      judgedStatus(result),
-      config.retryGapsMs,
-    );
-    return {
+    const outcome = outcomeOf(nth, judgedStatus(result), config.retryGapsMs);
+    const recorded: Recorded = {
       status: outcome.status,
       maxAttempts: claimed.replayed_from + outcome.maxAttempts,
       nextRetryInMs: outcome.status === 'failed' ? outcome.retryInMs : null,
@@ -132,6 +151,18 @@ export function attempter(deps: AttemptDeps): (claimed: Claimed) => Promise<Reco
       error: result.error,
       durationMs: result.durationMs,
       counts: true,
+      blames: true,
     };
+    return { recorded, class: classOf(result) };
   };
+}
+
+/**
+ * A fault's text for last_error, which the integrator reads: what failed, never a secret or a
+ * stack (a secret that will not open says only that).
+ */
+function describeFault(fault: unknown): string {
+  if (fault instanceof Error && /authenticate data|Unsupported state/i.test(fault.message))
+    return 'el secreto del webhook no se pudo abrir con la clave maestra en uso';
+  return 'no se pudo preparar el envío';
 }

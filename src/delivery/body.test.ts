@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { deliveryBodies } from './body.js';
-import type { AttemptContext } from './store.js';
+import type { AttemptContext } from './engine.js';
 
 const ORG = '7d3c9a52-0000-4000-8000-000000000001';
 const context = (over: Partial<AttemptContext> = {}): AttemptContext => ({
@@ -13,6 +13,7 @@ const context = (over: Partial<AttemptContext> = {}): AttemptContext => ({
   integration_active: true,
   scopes: ['bookings:read'],
   organization_id: ORG,
+  integration_id: '7d3c9a52-0000-4000-8000-000000000003',
   webhooks_enabled: true,
   event_type: 'booking.created',
   event_created_at: new Date('2026-11-25T10:00:00.000Z'),

@@ -3,7 +3,7 @@
 // of the attempt. The booking is the snapshot the trigger took with the change, so `changes`,
 // `previous_status` and `data` describe the same moment.
 import { type BookingRow, bookingView } from '../domain/booking-view.js';
-import type { AttemptContext } from './store.js';
+import type { AttemptContext } from './engine.js';
 
 const toDate = (v: unknown) => (typeof v === 'string' ? new Date(v) : null);
 const toNumber = (v: unknown) => (v === null || v === undefined ? null : Number(v));

@@ -1,90 +1,83 @@
-// A worker's outcomes while the database refuses them: kept, in order, for as long as their leases
-// allow, tried again with back-off, and never counted. The database here is a real connection to a
-// port where nothing listens (a database that is down), so every statement fails as it would.
+// A worker's batch of outcomes, on a clock the test moves: what a failed write keeps, in what order,
+// and when it may be tried again.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
-import pino from 'pino';
-import { Registry } from 'prom-client';
-import { claimRequest, succeededOutcome } from '../../test/support/webhooks.js';
-import { createPostgresDb } from '../db/db.js';
-import { createDeliveryMetrics } from './metrics.js';
-import { type Ended, LEASE_MARGIN_MS, outcomes } from './outcomes.js';
-
-const down = createPostgresDb({
-  url: 'postgres://postgres@127.0.0.1:1/none',
-  max: 1,
-  connectionTimeoutMs: 1000,
-});
-test.after(() => down.close());
-
-function harness() {
-  const logged: string[] = [];
-  const reported: string[] = [];
-  const metrics = createDeliveryMetrics(new Registry(), down);
-  const toWrite = outcomes({
-    engine: down,
-    logger: pino({ level: 'warn' }, { write: (line: string) => logged.push(line) }),
-    metrics,
-    report: (_error, what) => reported.push(what),
-  });
-  const counted = async () => (await metrics.attempts.get()).values.reduce((n, v) => n + v.value, 0);
-  return { toWrite, logged, reported, counted };
-}
+import { type Ended, LEASE_MARGIN_MS, outcomeBatch } from './outcomes.js';
 
 const ended = (leaseEndsAt: number): Ended => ({
-  ...succeededOutcome({ id: randomUUID(), lease_token: randomUUID() }),
+  claimed: { id: randomUUID(), lease_token: randomUUID() },
+  recorded: {
+    status: 'succeeded',
+    maxAttempts: 8,
+    nextRetryInMs: null,
+    httpStatus: 200,
+    error: null,
+    durationMs: 3,
+    counts: true,
+    blames: true,
+  },
   leaseEndsAt,
+  class: '2xx',
 });
 
-test('a write that fails keeps its outcomes ahead of later ones, backs off doubling, counts nothing', async () => {
-  const { toWrite, reported, counted } = harness();
-  const first = [ended(Date.now() + 60_000), ended(Date.now() + 60_000)];
-  for (const o of first) toWrite.add(o);
-  assert.equal(toWrite.writeInMs(), 0, 'nothing failed yet: a write may be made now');
-  const batch = toWrite.take();
-  assert.equal(batch.length, 2);
-  assert.equal(toWrite.count, 0, 'taken for the write');
+test('a write that fails keeps its outcomes ahead of later ones and backs off, doubling up to a second', () => {
+  const batch = outcomeBatch();
+  let now = 1_000_000;
+  const first = [ended(now + 60_000), ended(now + 60_000)];
+  for (const o of first) batch.add(o);
+  assert.equal(batch.writeInMs(now), 0, 'nothing failed yet: a write may be made now');
+  const taken = batch.take(now);
+  assert.equal(taken.length, 2);
+  assert.equal(batch.count, 0, 'taken for the write');
 
-  assert.equal(await toWrite.exchange(batch, claimRequest()), null, 'no claim from a database that is down');
-  const later = ended(Date.now() + 60_000);
-  toWrite.add(later);
+  assert.equal(batch.failed(taken, now), 0, 'none let go: their leases run long');
+  const later = ended(now + 60_000);
+  batch.add(later);
+  assert.equal(batch.writeInMs(now), 25, 'the first back-off');
+  assert.deepEqual(batch.take(now + 24), [], 'nothing is taken while the back-off runs');
+  const again = batch.take(now + 25);
   assert.deepEqual(
-    toWrite.unwritten().map((c) => c.id),
+    again.map((o) => o.claimed.id),
     [...first, later].map((o) => o.claimed.id),
     'the failed batch comes back ahead of what ended since',
   );
-  const firstWait = toWrite.writeInMs();
-  assert.ok(firstWait > 0 && firstWait <= 25, `first back-off ${firstWait} ms`);
-  assert.deepEqual(toWrite.take(), [], 'nothing is taken while the back-off runs');
-
-  await new Promise((resolve) => setTimeout(resolve, firstWait + 1));
-  const again = toWrite.take();
-  assert.equal(again.length, 3);
-  await toWrite.exchange(again, claimRequest(undefined, { take: 0 }));
-  const secondWait = toWrite.writeInMs();
-  assert.ok(secondWait > 25 && secondWait <= 50, `second back-off ${secondWait} ms, twice the first`);
-  assert.equal(toWrite.count, 3, 'all still kept: their leases have time');
-  assert.equal(await counted(), 0, 'an outcome is counted only once written');
-  assert.ok(reported.length >= 2, 'each failure is reported');
+  const waits: number[] = [];
+  let pending = again;
+  for (let i = 0; i < 8; i++) {
+    now += 1;
+    batch.failed(pending, now);
+    waits.push(batch.writeInMs(now));
+    now += 10_000;
+    pending = batch.take(now);
+  }
+  assert.deepEqual(waits.slice(0, 6), [50, 100, 200, 400, 800, 1000], 'doubling, capped at 1 s');
+  batch.written();
+  batch.failed([], now);
+  assert.equal(batch.writeInMs(now), Number.POSITIVE_INFINITY, 'an empty batch waits for nothing');
+  batch.add(ended(now + 60_000));
+  assert.equal(batch.writeInMs(now), 25, 'a write that succeeded starts the back-off over');
 });
 
-test('outcomes whose lease ends within the margin are let go: the lease returns them to the queue', async () => {
-  const { toWrite, logged } = harness();
-  const kept = ended(Date.now() + 60_000);
-  const lapsing = ended(Date.now() + LEASE_MARGIN_MS - 1);
-  toWrite.add(kept);
-  toWrite.add(lapsing);
-  await toWrite.flush();
+test('an outcome whose lease ends within the margin is let go: the lease decides', () => {
+  const batch = outcomeBatch();
+  const now = 5_000;
+  const keep = ended(now + LEASE_MARGIN_MS + 1);
+  const lose = ended(now + LEASE_MARGIN_MS);
+  assert.equal(batch.failed([keep, lose], now), 1);
   assert.deepEqual(
-    toWrite.unwritten().map((c) => c.id),
-    [kept.claimed.id],
+    batch.unwritten().map((o) => o.claimed.id),
+    [keep.claimed.id],
   );
-  assert.ok(
-    logged.some(
-      (line) => line.includes('not written before their lease ends') && line.includes('"deliveries":1'),
-    ),
-    'the outcomes let go are logged',
-  );
-  assert.equal(toWrite.takeRetryDue(), Number.POSITIVE_INFINITY, 'no retry was written');
+  assert.equal(batch.count, 0, 'unwritten() hands them over');
+});
+
+test('the earliest retry written is told once', () => {
+  const batch = outcomeBatch();
+  assert.equal(batch.takeRetryDue(), Number.POSITIVE_INFINITY);
+  batch.retryDueAt(900);
+  batch.retryDueAt(700);
+  batch.retryDueAt(800);
+  assert.equal(batch.takeRetryDue(), 700);
+  assert.equal(batch.takeRetryDue(), Number.POSITIVE_INFINITY);
 });

@@ -46,7 +46,7 @@ export async function publishEvents(
     }
     look = false;
     // One statement, its own transaction: the lock is held for one round trip
-    // (publish_outbox in src/db/migrations/004_delivery_at_scale.sql).
+    // (publish_outbox in src/db/engine.sql).
     const [batch] = await db.query<{ events: number; deliveries: number; busy: boolean }>(
       'SELECT events, deliveries, busy FROM publish_outbox($1, $2)',
       [PUBLISH_BATCH, wait],
@@ -63,7 +63,6 @@ interface Shared {
   running: Promise<void> | null;
   /** The publish that will start when it ends, shared by every writer that committed meanwhile. */
   next: Promise<void> | null;
-  lastCall: number;
 }
 const shared = new WeakMap<Db, Shared>();
 
@@ -79,10 +78,9 @@ const shared = new WeakMap<Db, Shared>();
 export function publishCommitted(db: Db): Promise<void> {
   let s = shared.get(db);
   if (!s) {
-    s = { running: null, next: null, lastCall: 0 };
+    s = { running: null, next: null };
     shared.set(db, s);
   }
-  s.lastCall = Date.now();
   if (s.next) return s.next;
   const state = s;
   const next: Promise<void> = (state.running ?? Promise.resolve())
@@ -98,13 +96,4 @@ export function publishCommitted(db: Db): Promise<void> {
     });
   state.next = next;
   return next;
-}
-
-/**
- * Whether this process's writers publish their own events (they did within the last second): the
- * worker beside them then leaves the outbox to them, and only polls it.
- */
-export function publishingForWriters(db: Db): boolean {
-  const s = shared.get(db);
-  return s !== undefined && Date.now() - s.lastCall < 1000;
 }

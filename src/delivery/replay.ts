@@ -43,6 +43,10 @@ export async function replayDeadDeliveries(q: Queryable, f: ReplayFilter): Promi
      SELECT count(*)::int AS n FROM replayed`,
     [f.webhookId, f.since, f.until, f.limit, MAX_ATTEMPTS],
   );
-  if ((row?.n ?? 0) > 0) await q.query("SELECT pg_notify('svc_deliveries', current_schema())");
+  // Wakes the worker that owns the webhook's partition.
+  if ((row?.n ?? 0) > 0)
+    await q.query("SELECT pg_notify('svc_deliveries', current_schema() || ' ' || webhook_partition($1))", [
+      f.webhookId,
+    ]);
   return row?.n ?? 0;
 }

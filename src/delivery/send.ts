@@ -50,6 +50,8 @@ export interface AttemptResult {
   durationMs: number;
   /** the refusal when the target was refused before connecting */
   refused?: TargetRefusal;
+  /** The attempt's time ran out (no answer, or an answer cut by the time-out). */
+  timedOut?: true;
 }
 
 export interface Sender {
@@ -178,6 +180,7 @@ export function createSender(options: SenderOptions): Sender {
           error: cut(`respuesta ${status} incompleta: ${why}`),
           partial: true,
           durationMs: elapsed(),
+          ...(timedOut ? { timedOut: true as const } : {}),
         };
       }
       return {
@@ -195,11 +198,12 @@ export function createSender(options: SenderOptions): Sender {
           refused: error.reason,
         };
       }
-      const timedOut = deadline.aborted || error instanceof DeadlineExceeded;
+      const timedOut = deadline.aborted || error instanceof DeadlineExceeded || isTimeoutCode(error);
       return {
         status: null,
         error: describeFailure(error, timedOut, timeoutMs, hostname),
         durationMs: elapsed(),
+        ...(timedOut ? { timedOut: true as const } : {}),
       };
     } finally {
       deadline.clear();
@@ -320,6 +324,8 @@ const NETWORK_TEXT: Record<string, string> = {
   ENOTFOUND: 'no se pudo resolver el host',
   EAI_AGAIN: 'no se pudo resolver el host',
 };
+
+const isTimeoutCode = (error: unknown): boolean => TIMEOUT_CODES.has(errorCode(error) ?? '');
 
 function describeFailure(error: unknown, timedOut: boolean, timeoutMs: number, hostname: string): string {
   const code = errorCode(error);

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import type { Db } from '../../src/db/db.js';
 import { migrate } from '../../src/db/migrate.js';
-import { releaseExpiredLeases } from '../../src/delivery/store.js';
+import { releaseExpiredLeases } from '../../src/delivery/engine.js';
 import { type Cleanups, emptyDatabase, migrationsDir } from '../support/empty-database.js';
 
 const MIGRATIONS = join(process.cwd(), 'src', 'db', 'migrations');

@@ -38,8 +38,6 @@ export async function closedDatabase(): Promise<Db> {
     exec: closed,
     tx: closed,
     listen: closed,
-    sessionsOf: closed,
-    leadership: () => ({ check: closed, close: async () => {} }),
     withPlansKept: () => db,
     close: async () => {},
   };

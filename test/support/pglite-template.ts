@@ -37,6 +37,7 @@ async function templateKey(): Promise<string> {
   hash.update(`pglite ${pkg.version}\n${BUILD}\n`);
   // migrate() writes schema_migrations itself: a change there changes the template too.
   hash.update(await readFile(fileURLToPath(new URL('../../src/db/migrate.ts', import.meta.url))));
+  hash.update(await readFile(fileURLToPath(new URL('../../src/db/engine.sql', import.meta.url))));
   for (const name of (await readdir(MIGRATIONS)).filter((f) => f.endsWith('.sql')).sort()) {
     hash.update(`\n${name}\n`);
     hash.update(await readFile(join(MIGRATIONS, name)));
@@ -59,10 +60,6 @@ function asDb(lite: PGlite): Db {
     ...on(lite),
     tx: (fn) => lite.transaction((t) => fn(on(t))),
     listen: () => Promise.reject(new Error('the template database takes no listeners')),
-    sessionsOf: async () => 0,
-    leadership: () => {
-      throw new Error('the template database runs migrations only');
-    },
     withPlansKept: () => {
       throw new Error('the template database runs migrations only');
     },

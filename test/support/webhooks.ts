@@ -2,9 +2,8 @@
 // test CA) on a compressed retry schedule, tenants with webhooks on, and a receiver-side
 // verification written from docs/webhooks.md, independent of the service's own signing code.
 import assert from 'node:assert/strict';
-import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { after } from 'node:test';
-import type { ClaimRequest, Outcome } from '../../src/delivery/store.js';
 import type { Worker } from '../../src/delivery/worker.js';
 import { startDeliveryWorker } from '../../src/runtime.js';
 import type { Resolver } from '../../src/security/url-guard.js';
@@ -13,38 +12,6 @@ import { type ReceivedRequest, type Receiver, startReceiver } from './https-rece
 import { createTenant, expectOk, READ_SCOPES, type Tenant, type TenantOptions } from './tenants.js';
 
 /** Gaps of 50 ms to 350 ms instead of 30 s to 32 min, same shape. */
-/** A claimed delivery's outcome as a worker writes it after a 200 (tests and the claim-plan harness). */
-export const succeededOutcome = (claimed: Outcome['claimed']): Outcome => ({
-  claimed,
-  recorded: {
-    status: 'succeeded',
-    maxAttempts: 8,
-    nextRetryInMs: null,
-    httpStatus: 200,
-    error: null,
-    durationMs: 3,
-    counts: true,
-  },
-});
-
-/**
- * A claim of `owner` for up to 10 deliveries, with a bound of 2 per webhook: 4 held alone, 2 for
- * all workers together once shared (at once unless `shareAfterMs` says otherwise).
- */
-export const claimRequest = (
-  owner: string = randomUUID(),
-  options: Partial<ClaimRequest> = {},
-): ClaimRequest => ({
-  take: 10,
-  perWebhook: 4,
-  inFlightPerWebhook: 2,
-  shareAfterMs: 0,
-  leaseToken: randomUUID(),
-  leaseMs: 30_000,
-  owner,
-  ...options,
-});
-
 export const FAST_SCHEDULE = '0.05,0.1,0.15,0.2,0.25,0.3,0.35';
 
 export interface WebhookHarness {
@@ -76,11 +43,8 @@ export async function claimsMade(svc: TestService): Promise<number> {
  * the order of a test's own hooks: a worker still claiming while the schema is dropped deadlocks
  * with the drop, and its timers would keep the test process alive. Stopping it twice is a no-op.
  */
-export async function deliveryWorker(
-  svc: TestService,
-  options: Parameters<typeof startDeliveryWorker>[1] = {},
-): Promise<Worker> {
-  const worker = await startDeliveryWorker(svc.deps, options);
+export async function deliveryWorker(svc: TestService): Promise<Worker> {
+  const worker = await startDeliveryWorker(svc.deps);
   let stopped: Promise<void> | null = null;
   const stop = (graceMs = 100) => {
     stopped ??= worker.stop(graceMs);

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
-import { releaseExpiredLeases } from '../../src/delivery/store.js';
+import { releaseExpiredLeases } from '../../src/delivery/engine.js';
 import { putBooking } from '../support/feed.js';
 import type { ReceivedRequest } from '../support/https-receiver.js';
 import { until } from '../support/wait.js';
@@ -36,7 +36,7 @@ test('a failed outcome write is tried again: the delivery is recorded once and s
     CREATE TRIGGER refuse_outcomes BEFORE DELETE ON delivery_queue FOR EACH ROW
       WHEN (OLD.lease_owner IS NOT NULL) EXECUTE FUNCTION refuse_outcomes();`);
   try {
-    const succeeded = await attempts('succeeded');
+    const succeeded = await attempts('2xx');
     await putBooking(svc, t.organization.id);
     // Read from the table: the engine's writes are what is under test.
     const row = async () =>
@@ -52,7 +52,7 @@ test('a failed outcome write is tried again: the delivery is recorded once and s
     assert.ok(Number(seq?.last_value) >= 4, 'three writes were refused before this one');
     assert.equal(d?.attempt, 1);
     assert.equal(receiver.requests.filter((r) => r.path === path).length, 1, 'sent once');
-    assert.equal((await attempts('succeeded')) - succeeded, 1, 'counted once, when written');
+    assert.equal((await attempts('2xx')) - succeeded, 1, 'counted once, when written');
   } finally {
     await svc.db.exec('DROP TRIGGER refuse_outcomes ON delivery_queue; DROP FUNCTION refuse_outcomes()');
   }
@@ -68,7 +68,7 @@ test('a lease that ends while its attempt still runs: the late outcome is not wr
       : { status: 200 },
   );
   const hook = await createWebhook(svc, t, receiver.url(path), ['booking.created']);
-  const succeeded = await attempts('succeeded');
+  const succeeded = await attempts('2xx');
   await putBooking(svc, t.organization.id);
   await until('the first attempt arrived', () => receiver.requests.some((r) => r.path === path));
   // The lease ends under the running attempt (its worker looks hung), and another round takes the
@@ -86,11 +86,11 @@ test('a lease that ends while its attempt still runs: the late outcome is not wr
     'the first attempt was answered',
     () => Date.now() - (receiver.requests[0]?.receivedAt ?? 0) > 1700,
   );
-  await until('both outcomes are settled', async () => (await attempts('succeeded')) - succeeded >= 1);
+  await until('both outcomes are settled', async () => (await attempts('2xx')) - succeeded >= 1);
   await new Promise((r) => setTimeout(r, 50));
   const sent = receiver.requests.filter((r) => r.path === path).map((r) => r.headers['x-svc-attempt']);
   assert.deepEqual(sent, ['1', '2']);
-  assert.equal((await attempts('succeeded')) - succeeded, 1, 'only the lease holder is counted');
+  assert.equal((await attempts('2xx')) - succeeded, 1, 'only the lease holder is counted');
   const [row] = await svc.db.query<{ attempt: number; status: string }>(
     'SELECT attempt, status FROM webhook_deliveries WHERE webhook_id = $1',
     [hook.id],

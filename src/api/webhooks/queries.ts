@@ -201,6 +201,9 @@ export async function queueTest(
      SELECT id FROM d`,
     [webhook.id, eventId],
   );
-  await q.query("SELECT pg_notify('svc_deliveries', current_schema())");
+  // Wakes the worker that owns the webhook's partition (src/db/engine.sql).
+  await q.query("SELECT pg_notify('svc_deliveries', current_schema() || ' ' || webhook_partition($1))", [
+    webhook.id,
+  ]);
   return { event_id: eventId, delivery_id: (delivery as { id: string }).id };
 }

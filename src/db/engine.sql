@@ -1,0 +1,387 @@
+-- The delivery engine's functions, whole. `svc migrate` (and `svc serve` as it starts) applies this
+-- file after the migrations, every time it changed: the definitions here are the ones in force.
+-- The tables are the migrations' (003, 014, 015, 017).
+--
+-- The engine in four steps:
+--   1. A writer commits a booking change: a trigger puts its event in event_outbox. The writer (or a
+--      worker, for what a writer left behind) runs publish_outbox: events enter the log and are fanned
+--      out to the subscribed webhooks as deliveries, each with a row in delivery_queue.
+--   2. Every worker beats (delivery_worker_beat): the 64 partitions of the webhooks are divided among
+--      the live workers, each partition owned by one at a time.
+--   3. A worker exchanges (delivery_exchange): writes the outcomes of its attempts that ended, then
+--      leases due deliveries of the webhooks it owns, fairly, within each webhook's bound.
+--   4. Leases whose worker died or hung go back to the queue (delivery_give_back), the attempt
+--      under way counted: the receiver may have had it.
+
+-- An event id that sorts like the event: the stamp's milliseconds, then the position in its batch,
+-- then randomness (the layout of a version-7 UUID; the variant bits are gen_random_uuid()'s). Events
+-- of one batch share a stamp, so the log's tie-break by id keeps them in the order they happened.
+CREATE OR REPLACE FUNCTION ordered_event_id(stamp_ms bigint, pos integer) RETURNS uuid
+LANGUAGE sql VOLATILE AS $$
+  SELECT encode(
+    set_byte(set_byte(
+      overlay(uuid_send(gen_random_uuid()) PLACING substring(int8send(stamp_ms) FROM 3 FOR 6) FROM 1 FOR 6),
+      6, 112 | ((pos >> 8) & 15)),
+      7, pos & 255),
+    'hex')::uuid
+$$;
+
+-- 1. The publisher (src/delivery/publish.ts): moves up to `batch` committed events from the outbox
+-- into the log and fans each out to the webhooks subscribed to it, under one advisory lock, in one
+-- call. Without `wait` it returns busy at once when another publisher holds the lock. Every batch is
+-- stamped later than the database's clock and than everything already in the log, so the log only
+-- grows at its head (a reader that stops at the last event it saw never misses one).
+CREATE OR REPLACE FUNCTION publish_outbox(batch integer, wait boolean)
+RETURNS TABLE (events integer, deliveries integer, busy boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+  stamp_ms bigint;
+  n_events integer;
+  n_deliveries integer;
+  parts text;
+BEGIN
+  IF wait THEN
+    PERFORM pg_advisory_xact_lock(734110902);
+  ELSIF NOT pg_try_advisory_xact_lock(734110902) THEN
+    RETURN QUERY SELECT 0, 0, true;
+    RETURN;
+  END IF;
+  SELECT greatest((extract(epoch FROM clock_timestamp()) * 1000)::int8,
+                  coalesce((SELECT (extract(epoch FROM max(e.created_at)) * 1000)::int8 FROM events e), 0) + 1)
+  INTO stamp_ms;
+  WITH pending AS (
+    SELECT o.*, (row_number() OVER (ORDER BY o.seq) - 1)::int AS pos
+    FROM (SELECT * FROM event_outbox ORDER BY seq LIMIT batch) o
+  ), stamped AS (
+    SELECT p.*, ordered_event_id(stamp_ms, p.pos) AS event_id FROM pending p
+  ), logged AS (
+    INSERT INTO events (id, organization_id, type, resource_type, resource_id, changes, previous_status,
+                        reference, created_at)
+    SELECT s.event_id, s.organization_id, s.type, 'booking', s.resource_id, s.changes, s.previous_status,
+           s.reference, to_timestamp(stamp_ms / 1000.0)
+    FROM stamped s
+    RETURNING id, organization_id, type
+  ), fanned AS (
+    -- Active webhooks of active integrations, in organizations with webhooks on, subscribed to the
+    -- type. A booking event also needs the integration to read bookings: the body is a booking.
+    INSERT INTO webhook_deliveries (webhook_id, event_id, event_type, next_retry_at)
+    SELECT w.id, e.id, e.type, now()
+    FROM logged e
+    JOIN organizations org ON org.id = e.organization_id AND org.webhooks_enabled AND org.api_enabled
+    JOIN webhooks w ON w.organization_id = e.organization_id AND w.active
+      AND (w.events @> ARRAY[e.type] OR w.events @> ARRAY['*'])
+    JOIN integrations i ON i.id = w.integration_id AND i.status = 'active'
+      AND 'bookings:read' = ANY (i.scopes)
+    ON CONFLICT ON CONSTRAINT webhook_deliveries_once DO NOTHING
+    RETURNING id, webhook_id, event_id, next_retry_at
+  ), queued AS (
+    INSERT INTO delivery_queue (id, webhook_id, event_id, next_retry_at)
+    SELECT f.id, f.webhook_id, f.event_id, f.next_retry_at FROM fanned f
+  ), kept AS (
+    -- Personal data is kept only for the events a delivery will need it for.
+    INSERT INTO event_payloads (event_id, booking)
+    SELECT s.event_id, s.booking FROM stamped s
+    WHERE s.booking IS NOT NULL AND s.event_id IN (SELECT f.event_id FROM fanned f)
+  ), emptied AS (
+    DELETE FROM event_outbox o WHERE o.id IN (SELECT s.id FROM stamped s)
+  )
+  SELECT (SELECT count(*) FROM stamped), (SELECT count(*) FROM fanned),
+         (SELECT string_agg(DISTINCT webhook_partition(f.webhook_id)::text, ',') FROM fanned f)
+  INTO n_events, n_deliveries, parts;
+  IF n_deliveries > 0 THEN
+    -- The partitions with new deliveries: a worker wakes only for its own.
+    PERFORM pg_notify('svc_deliveries', current_schema() || ' ' || parts);
+  END IF;
+  RETURN QUERY SELECT n_events, n_deliveries, false;
+END
+$$;
+
+ALTER FUNCTION publish_outbox(integer, boolean) SET enable_seqscan = off;
+
+-- What a worker may take of a webhook, counted from the queue. Otherwise as in migration 012.
+
+-- 2. A worker's beat: it says it lives, workers whose beat stopped for `lease_ms` are dead (their
+-- partitions free, their leases given back), and the partitions are divided among the live ones:
+-- each takes floor(64 / live), the first 64 mod live of them (by id) one more. A worker above its
+-- share frees partitions at once; one below takes free ones. A partition is taken only when free,
+-- so each webhook has one owner at a time; attempts still in flight of a previous owner count
+-- against the webhook's bound in the next owner's claims (delivery_exchange). Beats take turns
+-- under a lock of this schema's: a division is read and written whole.
+CREATE OR REPLACE FUNCTION delivery_worker_beat(worker uuid, host text, pid integer, build text, lease_ms integer)
+RETURNS smallint[]
+LANGUAGE plpgsql AS $$
+DECLARE
+  dead uuid[];
+  live integer;
+  rank integer;
+  share integer;
+  owned integer;
+BEGIN
+  PERFORM pg_advisory_xact_lock(734110905, hashtext(current_schema()));
+  INSERT INTO delivery_workers AS w (id, host, pid, build) VALUES (worker, host, pid, build)
+  ON CONFLICT (id) DO UPDATE SET seen_at = now();
+  WITH gone AS (
+    DELETE FROM delivery_workers w
+    WHERE w.seen_at < now() - make_interval(secs => lease_ms / 1000.0) RETURNING w.id
+  ) SELECT array_agg(id) INTO dead FROM gone;
+  IF dead IS NOT NULL THEN
+    PERFORM delivery_give_back(ARRAY(SELECT q.id FROM delivery_queue q WHERE q.lease_owner = ANY (dead)),
+                               'el proceso que lo hacía dejó de dar señales de vida');
+  END IF;
+  PERFORM delivery_housekeeping();
+  SELECT count(*), count(*) FILTER (WHERE w.id < worker) INTO live, rank FROM delivery_workers w;
+  share := 64 / live + CASE WHEN rank < 64 % live THEN 1 ELSE 0 END;
+  SELECT count(*) INTO owned FROM delivery_partitions p WHERE p.owner = worker;
+  IF owned > share THEN
+    UPDATE delivery_partitions p SET owner = NULL
+    WHERE p.partition IN (SELECT x.partition FROM delivery_partitions x WHERE x.owner = worker
+                          ORDER BY x.partition DESC LIMIT owned - share);
+  ELSIF owned < share THEN
+    UPDATE delivery_partitions p SET owner = worker
+    WHERE p.partition IN (SELECT x.partition FROM delivery_partitions x WHERE x.owner IS NULL
+                          ORDER BY x.partition LIMIT share - owned);
+  END IF;
+  IF dead IS NOT NULL OR owned <> share THEN
+    -- The others look at the division again now, not at their next beat.
+    PERFORM pg_notify('svc_workers', current_schema());
+  END IF;
+  RETURN ARRAY(SELECT p.partition FROM delivery_partitions p WHERE p.owner = worker ORDER BY p.partition);
+END
+$$;
+
+-- What any beat also does: leases past their end (a worker that hung with its beat still going) go
+-- back to the queue, and booking snapshots no unfinished delivery needs are dropped (a webhook
+-- deleted with deliveries pending leaves them). Answers the leases given back.
+CREATE OR REPLACE FUNCTION delivery_housekeeping() RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+  given integer;
+BEGIN
+  given := delivery_give_back(ARRAY(SELECT q.id FROM delivery_queue q
+                                    WHERE q.lease_owner IS NOT NULL AND q.lease_until < now()),
+                              'el proceso que lo hacía no registró el resultado');
+  DELETE FROM event_payloads p
+  WHERE NOT EXISTS (SELECT 1 FROM webhook_deliveries d
+                    WHERE d.event_id = p.event_id AND d.status IN ('pending', 'delivering', 'failed'));
+  RETURN given;
+END
+$$;
+
+-- A worker stopping: its partitions are free at once, for the others (woken) to take.
+CREATE OR REPLACE FUNCTION delivery_worker_leave(worker uuid) RETURNS void
+LANGUAGE sql AS $$
+  DELETE FROM delivery_workers WHERE id = worker;
+  SELECT pg_notify('svc_workers', current_schema());
+$$;
+
+-- 3. Outcomes written, then deliveries claimed, in one transaction.
+--
+-- `outcomes`: a JSON array of {id, token, status, max_attempts, retry_ms, http_status, error,
+-- duration_ms, counts, blames, ord}, in the order the attempts ended. An outcome is written only
+-- while the lease it was claimed with holds (token). `counts`: the attempt counts as one (false
+-- only when nothing was sent: the webhook or integration inactive). `blames`: the receiver
+-- answered it, so it moves the webhook's failure count (false for a fault of the service's own).
+-- The failure count is the number of deliveries in a row that ended dead: a success resets it, a
+-- retry in between changes nothing, and the `disable_at`-th deactivates the webhook. Tests never
+-- move it. The last final delivery of an event drops the booking kept for its bodies: personal data
+-- is not kept longer than a delivery needs it.
+--
+-- Then the claim: of the partitions `parts` (the caller's), the webhooks with waiting deliveries
+-- (one index probe each, however deep a backlog), of each its oldest due deliveries up to its
+-- bound `bound` less the leases it has (any worker's: a previous owner's attempts still in flight
+-- count); then taken in turns across organizations (every organization's first before any's
+-- second), no organization above its fair share of the caller's `budget` (the budget divided among
+-- the organizations with attempts in flight, `busy_orgs`/`busy_counts`, or deliveries due, and
+-- never above seven eighths of it, so a newcomer finds room beside a tenant whose receivers hang),
+-- `take` in all. Each candidate is locked as its index is read (SKIP LOCKED).
+--
+-- Rows answered: first a 'written' row for each outcome written (its lease still held) and a
+-- 'tally' row for each webhook whose failure count the outcomes changed (the count before and
+-- after, whether still active); then a 'claimed' row for each delivery claimed, in the order of
+-- their attempts, with all its attempt needs; or, when none was claimed though some are due, one
+-- 'blocked' row.
+CREATE OR REPLACE FUNCTION delivery_exchange(
+  worker uuid, token uuid, lease_ms integer, outcomes jsonb, disable_at integer,
+  parts smallint[], take integer, bound integer, budget integer, busy_orgs uuid[], busy_counts integer[]
+) RETURNS TABLE (
+  kind text, id uuid, webhook_id uuid, event_id uuid, attempt integer, replayed_from integer,
+  organization_id uuid, integration_id uuid, webhook_active boolean, url text, secret bytea,
+  previous_secret bytea, previous_valid boolean, integration_active boolean, scopes text[],
+  webhooks_enabled boolean, event_type text, event_created_at timestamptz, resource_type text,
+  resource_id uuid, changes text[], previous_status text, booking jsonb, link_external_id text,
+  failures integer, failures_before integer
+)
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF jsonb_array_length(outcomes) > 0 THEN
+    RETURN QUERY
+    WITH r AS (
+      SELECT * FROM jsonb_to_recordset(outcomes) AS r(
+        id uuid, token uuid, status text, max_attempts integer, retry_ms float8, http_status integer,
+        error text, duration_ms integer, counts boolean, blames boolean, ord integer)
+    ), requeued AS (
+      UPDATE delivery_queue q SET lease_owner = NULL, lease_token = NULL, lease_until = NULL,
+        next_retry_at = now() + make_interval(secs => coalesce(r.retry_ms, 0) / 1000)
+      FROM r WHERE q.id = r.id AND q.lease_token = r.token AND r.status = 'failed'
+      RETURNING q.id
+    ), ended AS (
+      DELETE FROM delivery_queue q USING r
+      WHERE q.id = r.id AND q.lease_token = r.token AND r.status <> 'failed'
+      RETURNING q.id
+    ), d AS (
+      UPDATE webhook_deliveries w SET
+        status = r.status, max_attempts = r.max_attempts,
+        next_retry_at = CASE WHEN r.retry_ms IS NULL THEN NULL
+                             ELSE now() + make_interval(secs => r.retry_ms / 1000) END,
+        last_status = r.http_status, last_error = r.error, last_duration_ms = r.duration_ms,
+        delivered_at = CASE WHEN r.status = 'succeeded' THEN now() ELSE w.delivered_at END,
+        attempt = w.attempt + CASE WHEN r.counts THEN 1 ELSE 0 END
+      FROM r JOIN (SELECT x.id FROM requeued x UNION ALL SELECT y.id FROM ended y) held ON held.id = r.id
+      WHERE w.id = r.id
+      RETURNING w.id, w.webhook_id, w.event_id, w.event_type, r.status, r.blames, r.ord
+    ), purged AS (
+      DELETE FROM event_payloads ep
+      WHERE ep.event_id IN (SELECT d.event_id FROM d WHERE d.status <> 'failed')
+        AND NOT EXISTS (SELECT 1 FROM d WHERE d.event_id = ep.event_id AND d.status = 'failed')
+        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o
+                        WHERE o.event_id = ep.event_id AND o.status IN ('pending', 'delivering', 'failed')
+                          AND o.id NOT IN (SELECT d.id FROM d))
+    ), marked AS (
+      SELECT d.webhook_id, d.status, d.ord,
+             max(d.ord) FILTER (WHERE d.status = 'succeeded') OVER (PARTITION BY d.webhook_id) AS last_ok
+      FROM d WHERE d.blames AND d.status <> 'failed' AND d.event_type <> 'webhook.test'
+    ), tally AS (
+      SELECT m.webhook_id, wh.consecutive_failures AS before,
+             CASE WHEN bool_or(m.last_ok IS NOT NULL) THEN 0 ELSE wh.consecutive_failures END
+               + (count(*) FILTER (WHERE m.status = 'dead' AND m.ord > coalesce(m.last_ok, 0)))::int AS after
+      FROM marked m JOIN webhooks wh ON wh.id = m.webhook_id AND wh.active
+      GROUP BY m.webhook_id, wh.consecutive_failures
+    ), h AS (
+      UPDATE webhooks w SET
+        consecutive_failures = t.after,
+        active = t.after < disable_at,
+        disabled_at = CASE WHEN t.after >= disable_at THEN now() ELSE w.disabled_at END,
+        disabled_reason = CASE WHEN t.after >= disable_at THEN 'consecutive_failures' ELSE w.disabled_reason END
+      FROM tally t
+      -- A count that does not change leaves the row alone: one webhook's deliveries do not queue on
+      -- its row lock.
+      WHERE w.id = t.webhook_id AND t.after <> t.before
+      RETURNING w.id, w.organization_id, w.integration_id, w.active, t.after, t.before
+    )
+    SELECT 'written'::text, d.id, d.webhook_id, d.event_id, NULL::integer, NULL::integer,
+           NULL::uuid, NULL::uuid, NULL::boolean, NULL::text, NULL::bytea, NULL::bytea,
+           NULL::boolean, NULL::boolean, NULL::text[], NULL::boolean, NULL::text, NULL::timestamptz,
+           NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, NULL::integer, NULL::integer
+    FROM d
+    UNION ALL
+    SELECT 'tally'::text, NULL::uuid, h.id, NULL::uuid, NULL::integer, NULL::integer,
+           h.organization_id, h.integration_id, h.active, NULL::text, NULL::bytea, NULL::bytea,
+           NULL::boolean, NULL::boolean, NULL::text[], NULL::boolean, NULL::text, NULL::timestamptz,
+           NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, h.after, h.before
+    FROM h;
+  END IF;
+
+  IF take <= 0 THEN
+    RETURN;
+  END IF;
+  RETURN QUERY
+  WITH RECURSIVE hooks AS (
+    SELECT p.part, (SELECT q.webhook_id FROM delivery_queue q
+                    WHERE q.partition = p.part AND q.lease_owner IS NULL
+                    ORDER BY q.webhook_id LIMIT 1) AS hook
+    FROM unnest(parts) AS p(part)
+    UNION ALL
+    SELECT h.part, (SELECT q.webhook_id FROM delivery_queue q
+                    WHERE q.partition = h.part AND q.lease_owner IS NULL AND q.webhook_id > h.hook
+                    ORDER BY q.webhook_id LIMIT 1)
+    FROM hooks h WHERE h.hook IS NOT NULL
+  ), rooms AS (
+    SELECT h.hook, w.organization_id AS org,
+           bound - (SELECT count(*)::integer FROM delivery_queue l
+                    WHERE l.webhook_id = h.hook AND l.lease_owner IS NOT NULL) AS room
+    FROM hooks h JOIN webhooks w ON w.id = h.hook
+  ), candidates AS (
+    SELECT x.id AS delivery, x.next_retry_at AS due, x.event_id AS ev, r.org,
+           row_number() OVER (PARTITION BY r.hook ORDER BY x.next_retry_at, x.event_id) AS k
+    FROM rooms r CROSS JOIN LATERAL (
+      SELECT q.id, q.next_retry_at, q.event_id FROM delivery_queue q
+      WHERE q.webhook_id = r.hook AND q.lease_owner IS NULL AND q.next_retry_at <= now()
+      ORDER BY q.next_retry_at, q.event_id
+      LIMIT greatest(r.room, 0)
+      FOR UPDATE OF q SKIP LOCKED
+    ) x
+  ), busy AS (
+    SELECT b.org, b.n FROM unnest(busy_orgs, busy_counts) AS b(org, n)
+  ), share AS (
+    SELECT greatest(1, least(ceil(budget::numeric / greatest(count(*), 1))::integer,
+                             budget - ceil(budget / 8.0)::integer)) AS fair
+    FROM (SELECT c.org FROM candidates c UNION SELECT b.org FROM busy b) o
+  ), picked AS (
+    SELECT t.delivery, row_number() OVER (ORDER BY t.turn, t.due, t.ev) AS pos
+    FROM (SELECT c.*, row_number() OVER (PARTITION BY c.org ORDER BY c.k, c.due, c.ev) AS turn
+          FROM candidates c) t
+    LEFT JOIN busy b ON b.org = t.org
+    WHERE t.turn <= (SELECT s.fair FROM share s) - coalesce(b.n, 0)
+    ORDER BY pos LIMIT take
+  ), leased AS (
+    UPDATE delivery_queue q
+    SET lease_owner = worker, lease_token = token, lease_until = now() + make_interval(secs => lease_ms / 1000.0)
+    FROM picked p WHERE q.id = p.delivery
+    RETURNING q.id
+  )
+  SELECT 'claimed'::text, d.id, d.webhook_id, d.event_id, d.attempt + 1, d.replayed_from,
+         w.organization_id, w.integration_id, w.active, w.url, w.secret,
+         w.previous_secret, coalesce(w.previous_secret_until > now(), false), i.status = 'active', i.scopes,
+         o.webhooks_enabled AND o.api_enabled, e.type, e.created_at, e.resource_type,
+         e.resource_id, e.changes, e.previous_status, ep.booking, x.external_id,
+         w.consecutive_failures, NULL::integer
+  FROM picked p
+  JOIN webhook_deliveries d ON d.id = p.delivery
+  JOIN webhooks w ON w.id = d.webhook_id
+  JOIN integrations i ON i.id = w.integration_id
+  JOIN events e ON e.id = d.event_id
+  JOIN organizations o ON o.id = e.organization_id
+  LEFT JOIN event_payloads ep ON ep.event_id = e.id
+  LEFT JOIN booking_external_ids x ON x.integration_id = w.integration_id AND x.booking_id = e.resource_id
+  WHERE EXISTS (SELECT 1 FROM leased l WHERE l.id = p.delivery)
+  ORDER BY p.pos;
+  -- Nothing claimed while deliveries of these webhooks are due: they wait for room (their bound, or
+  -- their organization's share), which an attempt ending frees, not the next event committed.
+  IF NOT FOUND AND EXISTS (SELECT 1 FROM delivery_queue q
+                           WHERE q.partition = ANY (parts) AND q.lease_owner IS NULL AND q.next_retry_at <= now()) THEN
+    RETURN QUERY SELECT 'blocked'::text, NULL::uuid, NULL::uuid, NULL::uuid, NULL::integer, NULL::integer,
+           NULL::uuid, NULL::uuid, NULL::boolean, NULL::text, NULL::bytea, NULL::bytea,
+           NULL::boolean, NULL::boolean, NULL::text[], NULL::boolean, NULL::text, NULL::timestamptz,
+           NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, NULL::integer, NULL::integer;
+  END IF;
+END
+$$;
+
+-- The claim reads by key however small the queue was when its plan was made.
+ALTER FUNCTION delivery_exchange(uuid, uuid, integer, jsonb, integer, smallint[], integer, integer, integer, uuid[], integer[])
+  SET enable_seqscan = off;
+
+-- 4. Leases given back, the attempt under way counted (the receiver may have had it): due again at
+-- once, or dead if that was the delivery's last attempt. `why` goes in last_error. A lease whose
+-- outcome is being written at that moment is the writer's (SKIP LOCKED).
+CREATE OR REPLACE FUNCTION delivery_give_back(ids uuid[], why text) RETURNS integer
+LANGUAGE sql AS $$
+  WITH leases AS (
+    SELECT q.id FROM delivery_queue q
+    WHERE q.id = ANY (ids) AND q.lease_owner IS NOT NULL
+    FOR UPDATE SKIP LOCKED
+  ), given AS (
+    UPDATE webhook_deliveries d SET
+      status = CASE WHEN d.attempt + 1 >= d.max_attempts THEN 'dead' ELSE 'failed' END,
+      next_retry_at = CASE WHEN d.attempt + 1 >= d.max_attempts THEN NULL ELSE now() END,
+      attempt = d.attempt + 1, last_status = NULL, last_error = 'intento interrumpido: ' || why
+    FROM leases l WHERE d.id = l.id
+    RETURNING d.id, d.status
+  ), requeued AS (
+    UPDATE delivery_queue q SET lease_owner = NULL, lease_token = NULL, lease_until = NULL, next_retry_at = now()
+    FROM given g WHERE q.id = g.id AND g.status <> 'dead'
+  ), ended AS (
+    DELETE FROM delivery_queue q USING given g WHERE q.id = g.id AND g.status = 'dead'
+  )
+  SELECT count(*)::integer FROM given
+$$;

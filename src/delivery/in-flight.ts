@@ -1,0 +1,52 @@
+// A worker's attempts in flight: its budget (SVC_WEBHOOK_CONCURRENCY) and what each organization
+// holds of it, which the claim reads to keep every organization within its fair share
+// (delivery_exchange in src/db/engine.sql). A hanging attempt costs a socket, not a core, so the
+// budget is sized for receivers that hang for the whole time-out.
+import type { Claimed } from './engine.js';
+
+export interface InFlight {
+  readonly size: number;
+  /** Attempts that may still start within the budget. */
+  free(): number;
+  add(claimed: Claimed, done: Promise<void>): void;
+  end(claimed: Claimed): void;
+  /** Attempts in flight by organization. */
+  byOrganization(): ReadonlyMap<string, number>;
+  /** The deliveries whose attempts are in flight. */
+  ids(): string[];
+  /** Resolves once every attempt has ended, or after `graceMs`. */
+  settle(graceMs: number): Promise<void>;
+}
+
+export function inFlight(budget: number): InFlight {
+  const running = new Map<string, Promise<void>>();
+  const orgs = new Map<string, number>();
+  return {
+    get size() {
+      return running.size;
+    },
+    free: () => budget - running.size,
+    add(claimed, done) {
+      running.set(claimed.id, done);
+      orgs.set(claimed.organization_id, (orgs.get(claimed.organization_id) ?? 0) + 1);
+    },
+    end(claimed) {
+      if (!running.delete(claimed.id)) return;
+      const n = (orgs.get(claimed.organization_id) ?? 1) - 1;
+      if (n > 0) orgs.set(claimed.organization_id, n);
+      else orgs.delete(claimed.organization_id);
+    },
+    byOrganization: () => orgs,
+    ids: () => [...running.keys()],
+    async settle(graceMs) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all(running.values()),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, graceMs);
+        }),
+      ]);
+      clearTimeout(timer);
+    },
+  };
+}
