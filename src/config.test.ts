@@ -97,9 +97,8 @@ describe('configuration', () => {
       SVC_WEBHOOK_CONCURRENCY: '10',
       SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK: '3',
       SVC_WEBHOOK_IDLE_GAP_MS: '20',
-      SVC_WEBHOOK_BACKLOG_ROUND_MS: '15',
-      SVC_WEBHOOK_SHARE_AFTER_MS: '250',
       SVC_WEBHOOK_POLL_MS: '3000',
+      SVC_WEBHOOK_WORKER_LEASE_MS: '9000',
       SVC_WEBHOOK_WORKER: 'off',
       SVC_DB_POOL_SIZE: '7',
     });
@@ -143,9 +142,8 @@ describe('configuration', () => {
           concurrencyPerWebhook: 3,
           batchMs: 2,
           idleGapMs: 20,
-          backlogRoundMs: 15,
-          shareAfterMs: 250,
           pollMs: 3000,
+          workerLeaseMs: 9000,
           embeddedWorker: false,
         },
       },
@@ -234,7 +232,7 @@ describe('configuration', () => {
       ['SVC_WEBHOOK_DNS_TIMEOUT_MS', '49'],
       ['SVC_WEBHOOK_LEASE_SECONDS', '10'],
       ['SVC_WEBHOOK_CONCURRENCY', '0'],
-      ['SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK', '33'],
+      ['SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK', '129'],
     ];
     for (const [variable, value] of bad) assertRefused({ [variable]: value }, variable);
   });

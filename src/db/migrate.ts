@@ -170,6 +170,12 @@ async function applyEngine(db: Db, sql: string): Promise<void> {
   if (current?.checksum === sum) return;
   await db.tx(async (q) => {
     await lock(q);
+    // Another process may have applied it while this one waited for the lock.
+    const [now] = await q.query<{ checksum: string }>(
+      'SELECT checksum FROM schema_migrations WHERE name = $1',
+      [ENGINE_ROW],
+    );
+    if (now?.checksum === sum) return;
     await q.exec(sql);
     await q.query(
       `INSERT INTO schema_migrations (name, checksum) VALUES ($1, $2)

@@ -85,8 +85,13 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
    * bound with events streaming in would otherwise cost a claim per event.
    */
   let blockedUntil = 0;
-  /** Deliveries were queued in this worker's partitions since its last claim. */
+  /** Deliveries were queued in this worker's partitions since its last claim (a notification). */
   let work = false;
+  /** A claim is called for regardless of the gap: a slot freed, its partitions changed, the first round. */
+  let claimWanted = true;
+  let lastClaimAt = 0;
+  /** When the earliest retry this worker wrote falls due. */
+  let retryAt = Number.POSITIVE_INFINITY;
 
   const unlisten = await Promise.all([
     // Deliveries queued: the notification names their partitions (none: look anyway).
@@ -113,6 +118,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     batch.add(outcome);
     running.end(claimed);
     blockedUntil = 0;
+    claimWanted = true;
     if (config.batchMs === 0) return wakeup.ring();
     gathering ??= setTimeout(() => {
       gathering = null;
@@ -138,7 +144,9 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   /** One round; answers how long to wait for the next when nothing calls for one sooner. */
   async function round(): Promise<number> {
     if (assigned.beatInMs(now()) === 0) {
+      const had = assigned.partitions.join();
       await assigned.beat(now());
+      if (assigned.partitions.join() !== had) claimWanted = true;
       metrics?.partitions.set(assigned.partitions.length);
     }
     if (now() >= publishAt) {
@@ -147,20 +155,32 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       if (published.busy) publishAt = now() + LEFT_BEHIND_MS;
     }
     const outcomes = batch.take(now());
-    const take = stopping || now() < blockedUntil ? 0 : Math.max(0, running.free());
-    if (take > 0) work = false;
+    retryAt = Math.min(retryAt, batch.takeRetryDue());
+    const wanted =
+      claimWanted ||
+      (work && now() >= blockedUntil) ||
+      now() >= retryAt ||
+      now() >= lastClaimAt + config.pollMs;
+    const take = stopping || !wanted ? 0 : Math.max(0, running.free());
+    // With its budget full it claims nothing now: an attempt that ends calls for the next claim.
+    if (wanted && !stopping) {
+      claimWanted = false;
+      work = false;
+      lastClaimAt = now();
+      if (now() >= retryAt) retryAt = Number.POSITIVE_INFINITY;
+    }
     if (outcomes.length > 0 || take > 0) await exchangeNow(outcomes, take);
     metrics?.inFlight.set(running.size);
-    const retryIn = batch.takeRetryDue() - now();
+    retryAt = Math.min(retryAt, batch.takeRetryDue());
     // Blocked, work announced meanwhile is claimed once the gap has passed; none, it sleeps.
     const blockedFor = work && blockedUntil > now() ? blockedUntil - now() : Number.POSITIVE_INFINITY;
     return Math.max(
       1,
       Math.min(
-        config.pollMs,
+        lastClaimAt + config.pollMs - now(),
         assigned.beatInMs(now()),
         publishAt - now(),
-        retryIn,
+        retryAt - now(),
         batch.writeInMs(now()),
         blockedFor,
       ),

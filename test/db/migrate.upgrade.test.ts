@@ -8,7 +8,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import type { Db } from '../../src/db/db.js';
-import { migrate } from '../../src/db/migrate.js';
+import { FleetRunningError, migrate } from '../../src/db/migrate.js';
 import { releaseExpiredLeases } from '../../src/delivery/engine.js';
 import { type Cleanups, emptyDatabase, migrationsDir } from '../support/empty-database.js';
 
@@ -86,11 +86,21 @@ test('migrations 014 and 015 queue what was unfinished, leases kept, and nothing
     { history: 'succeeded', attempt: 1, shown: 'succeeded', shown_attempt: 1 },
   ]);
 
+  // Peers (017) replace the earlier claim: refused while a process of the earlier build holds a
+  // lease (one process only on the embedded database: nothing to refuse there).
+  if (db.kind === 'postgres') {
+    await assert.rejects(migrate(db), (error: Error) => {
+      assert.ok(error instanceof FleetRunningError);
+      assert.match(error.message, /017_peers_divide_the_webhooks\.sql/);
+      assert.match(error.message, /1 deliveries leased by processes that do not beat/);
+      return true;
+    });
+  }
   // The old holder is gone: once its lease ends, the delivery is queued again, its attempt counted.
-  assert.equal(await releaseExpiredLeases(db), 0, 'a lease still running is left alone');
   await db.query(
     "UPDATE delivery_queue SET lease_until = now() - interval '1 second' WHERE lease_owner IS NOT NULL",
   );
+  assert.ok((await migrate(db)).includes('017_peers_divide_the_webhooks.sql'));
   assert.equal(await releaseExpiredLeases(db), 1);
   const [back] = await db.query<{ status: string; attempt: number; leased: boolean }>(
     `SELECT d.status, d.attempt, q.lease_owner IS NOT NULL AS leased

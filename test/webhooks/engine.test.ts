@@ -1,0 +1,264 @@
+// The engine's functions (src/db/engine.sql), called as a worker calls them, on both databases: how
+// the partitions are divided among workers, what a claim takes, and what an exchange writes.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { test } from 'node:test';
+import {
+  beat,
+  type ClaimRequest,
+  exchange,
+  giveBack,
+  leave,
+  type Outcome,
+  releaseExpiredLeases,
+} from '../../src/delivery/engine.js';
+import { publishEvents } from '../../src/delivery/publish.js';
+import { putBooking } from '../support/feed.js';
+import { createWebhook, webhookService, webhookTenant } from '../support/webhooks.js';
+
+const { svc, receiver } = await webhookService();
+const q = svc.db;
+const ALL = Array.from({ length: 64 }, (_, i) => i);
+
+const worker = (id: string = randomUUID()) => ({ id, host: 'test', pid: 1, build: 'test' });
+
+const claim = (over: Partial<ClaimRequest> = {}): ClaimRequest => ({
+  worker: randomUUID(),
+  leaseMs: 30_000,
+  partitions: ALL,
+  take: 100,
+  bound: 2,
+  budget: 100,
+  busy: new Map(),
+  ...over,
+});
+
+const succeeded = (c: Outcome['claimed']): Outcome => ({
+  claimed: c,
+  recorded: {
+    status: 'succeeded',
+    maxAttempts: 8,
+    nextRetryInMs: null,
+    httpStatus: 200,
+    error: null,
+    durationMs: 3,
+    counts: true,
+    blames: true,
+  },
+});
+
+/** A tenant with one webhook and `n` deliveries due to it. */
+async function backlog(n: number) {
+  const t = await webhookTenant(svc);
+  const hook = await createWebhook(svc, t, receiver.url(`/e/${randomUUID()}`), ['booking.created']);
+  for (let i = 0; i < n; i++) await putBooking(svc, t.organization.id);
+  await publishEvents(q);
+  return { t, hook };
+}
+
+/** Frees every lease and empties the queue, so each test starts from a quiet engine. */
+async function drain() {
+  await q.query('DELETE FROM delivery_queue');
+  await q.query('DELETE FROM delivery_workers');
+}
+
+test('every function of engine.sql is defined on the database, and none of the earlier engine', async () => {
+  const sql = await readFile(new URL('../../src/db/engine.sql', import.meta.url), 'utf8');
+  const declared = [...sql.matchAll(/CREATE OR REPLACE FUNCTION (\w+)\(/g)].map((m) => m[1]).sort();
+  const defined = await q.query<{ name: string }>(
+    `SELECT DISTINCT p.proname AS name FROM pg_proc p
+     WHERE p.pronamespace = current_schema()::regnamespace AND p.proname = ANY ($1::text[])`,
+    [declared],
+  );
+  assert.deepEqual(defined.map((r) => r.name).sort(), declared);
+  const gone = await q.query(
+    `SELECT 1 FROM pg_proc WHERE pronamespace = current_schema()::regnamespace
+       AND proname IN ('claim_room', 'claim_slots')`,
+  );
+  assert.equal(gone.length, 0, 'the earlier claim functions are dropped');
+});
+
+test('every function of the engine can be called', async () => {
+  await drain();
+  const w = worker();
+  assert.equal((await beat(q, w, 10_000)).length, 64, 'a lone worker owns every partition');
+  const [published] = await q.query<{ busy: boolean }>('SELECT * FROM publish_outbox(10, false)');
+  assert.equal(published?.busy, false);
+  const [id] = await q.query<{ id: string }>('SELECT ordered_event_id(1700000000000, 3) AS id');
+  assert.match(id?.id ?? '', /^[0-9a-f-]{36}$/);
+  const done = await exchange(q, [], claim({ worker: w.id }));
+  assert.deepEqual(done.claimed, []);
+  assert.equal(await giveBack(q, w.id, [randomUUID()], 'test'), 0);
+  const [kept] = await q.query<{ n: number }>('SELECT delivery_housekeeping() AS n');
+  assert.equal(kept?.n, 0);
+  const [p] = await q.query<{ p: number }>(
+    `SELECT webhook_partition('00000000-0000-4000-8000-0000000000ff') AS p`,
+  );
+  assert.equal(p?.p, 255 % 64);
+  await leave(q, w.id);
+  const [row] = await q.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM delivery_partitions WHERE owner IS NOT NULL',
+  );
+  assert.equal(row?.n, 0, 'a worker that leaves frees its partitions at once');
+});
+
+test('the partitions are divided among the live workers, each owned by one; a dead one’s are taken', async () => {
+  await drain();
+  const [a, b, c] = [worker(), worker(), worker()];
+  await beat(q, a, 10_000);
+  await beat(q, b, 10_000);
+  await beat(q, c, 10_000);
+  // a gave up partitions at its second beat; b and c took them at theirs.
+  const owned = new Map<string, number[]>();
+  for (let round = 0; round < 2; round++) {
+    for (const w of [a, b, c]) owned.set(w.id, await beat(q, w, 10_000));
+  }
+  const shares = [...owned.values()].map((p) => p.length).sort();
+  assert.deepEqual(shares, [21, 21, 22]);
+  const all = [...owned.values()].flat().sort((x, y) => x - y);
+  assert.deepEqual(all, ALL, 'every partition owned, none twice');
+
+  // c stops beating: once its lease has passed, the next beat of another frees its partitions.
+  await q.query(`UPDATE delivery_workers SET seen_at = now() - interval '11 seconds' WHERE id = $1`, [c.id]);
+  const first = await beat(q, a, 10_000);
+  const second = await beat(q, b, 10_000);
+  const again = await beat(q, a, 10_000);
+  assert.equal(first.length + second.length >= 64 - 21, true);
+  assert.deepEqual(
+    [...again, ...second].sort((x, y) => x - y),
+    ALL,
+    'the two live ones own all 64',
+  );
+  assert.deepEqual([again.length, second.length].sort(), [32, 32]);
+});
+
+test('a dead worker’s leases go back to the queue with their attempt counted', async () => {
+  await drain();
+  const { hook } = await backlog(1);
+  const dead = worker();
+  await beat(q, dead, 10_000);
+  const got = await exchange(q, [], claim({ worker: dead.id }));
+  assert.equal(got.claimed.length, 1);
+  assert.equal(got.claimed[0]?.attempt, 1);
+  await q.query(`UPDATE delivery_workers SET seen_at = now() - interval '11 seconds' WHERE id = $1`, [
+    dead.id,
+  ]);
+  await beat(q, worker(), 10_000);
+  const [d] = await q.query<{ status: string; attempt: number; last_error: string }>(
+    'SELECT status, attempt, last_error FROM webhook_deliveries WHERE webhook_id = $1',
+    [hook.id],
+  );
+  assert.equal(d?.status, 'failed');
+  assert.equal(d?.attempt, 1, 'the attempt under way counts: the receiver may have had it');
+  assert.match(d?.last_error ?? '', /interrumpido/);
+  const [queued] = await q.query<{ leased: boolean }>(
+    'SELECT lease_owner IS NOT NULL AS leased FROM delivery_queue WHERE webhook_id = $1',
+    [hook.id],
+  );
+  assert.equal(queued?.leased, false, 'due again, for the new owner');
+});
+
+test('a claim counts the leases a previous owner still holds against the webhook’s bound', async () => {
+  await drain();
+  const { hook } = await backlog(5);
+  const before = await exchange(q, [], claim({ take: 1 }));
+  assert.equal(before.claimed.length, 1, 'the previous owner has one attempt in flight');
+  const next = await exchange(q, [], claim());
+  assert.equal(next.claimed.length, 1, 'the new owner takes what the bound of 2 leaves');
+  assert.equal(next.claimed[0]?.webhook_id, hook.id);
+  const full = await exchange(q, [], claim());
+  assert.equal(full.claimed.length, 0);
+  assert.equal(await releaseExpiredLeases(q), 0, 'leases still running are left alone');
+  assert.equal(full.blocked, true, 'deliveries are due, waiting for room');
+  // The previous owner's attempt ends: its slot is free again.
+  const after = await exchange(q, before.claimed.map(succeeded), claim({ take: 0 }));
+  assert.deepEqual([...after.written], [before.claimed[0]?.id]);
+  assert.equal((await exchange(q, [], claim())).claimed.length, 1);
+});
+
+test('a claim takes only from the partitions it is given', async () => {
+  await drain();
+  const { hook } = await backlog(1);
+  const [p] = await q.query<{ p: number }>('SELECT webhook_partition($1) AS p', [hook.id]);
+  const others = ALL.filter((x) => x !== p?.p);
+  const elsewhere = await exchange(q, [], claim({ partitions: others }));
+  assert.equal(elsewhere.claimed.length, 0);
+  assert.equal(elsewhere.blocked, false, 'nothing is due in those partitions');
+  assert.equal((await exchange(q, [], claim({ partitions: [p?.p as number] }))).claimed.length, 1);
+});
+
+test('no organization takes more than its fair share of a worker’s budget while another has work', async () => {
+  await drain();
+  const big = await backlog(6);
+  const small = await backlog(2);
+  // A budget of 4, two organizations with work: two each, whatever the backlogs.
+  const got = await exchange(q, [], claim({ budget: 4, take: 4, bound: 10 }));
+  const by = (org: string) => got.claimed.filter((c) => c.organization_id === org).length;
+  assert.equal(by(big.t.organization.id), 2);
+  assert.equal(by(small.t.organization.id), 2);
+  // Alone, one organization takes up to seven eighths of the budget: room stays for a newcomer.
+  await drain();
+  const alone = await backlog(10);
+  const taken = await exchange(q, [], claim({ budget: 8, take: 8, bound: 10 }));
+  assert.equal(taken.claimed.length, 7);
+  assert.ok(taken.claimed.every((c) => c.organization_id === alone.t.organization.id));
+  // The attempts it already holds count against its share.
+  await drain();
+  const held = await backlog(4);
+  const busy = new Map([[held.t.organization.id, 7]]);
+  assert.equal((await exchange(q, [], claim({ budget: 8, take: 1, bound: 10, busy }))).claimed.length, 0);
+});
+
+test('the last final outcome of an event drops the booking kept for its bodies, in the same write', async () => {
+  await drain();
+  const { hook } = await backlog(1);
+  const { claimed } = await exchange(q, [], claim());
+  const event = claimed[0]?.event_id;
+  assert.ok(event);
+  assert.ok(claimed[0]?.booking, 'the claim carries the booking kept with the event');
+  const kept = () => q.query('SELECT 1 FROM event_payloads WHERE event_id = $1', [event]);
+  assert.equal((await kept()).length, 1);
+  const failed: Outcome = {
+    ...succeeded(claimed[0] as Outcome['claimed']),
+    recorded: { ...succeeded(claimed[0] as Outcome['claimed']).recorded, status: 'failed', nextRetryInMs: 0 },
+  };
+  await exchange(q, [failed], claim({ take: 0 }));
+  assert.equal((await kept()).length, 1, 'a retry still needs it');
+  const retried = await exchange(q, [], claim());
+  assert.equal(retried.claimed[0]?.webhook_id, hook.id);
+  await exchange(q, retried.claimed.map(succeeded), claim({ take: 0 }));
+  assert.equal((await kept()).length, 0, 'dropped by the write itself, not by a later sweep');
+});
+
+test('a fault of the service counts as an attempt and never against the webhook', async () => {
+  await drain();
+  const { hook } = await backlog(1);
+  await q.query('UPDATE webhooks SET consecutive_failures = 5 WHERE id = $1', [hook.id]);
+  const { claimed } = await exchange(q, [], claim());
+  const fault: Outcome = {
+    claimed: claimed[0] as Outcome['claimed'],
+    recorded: {
+      status: 'dead',
+      maxAttempts: 1,
+      nextRetryInMs: null,
+      httpStatus: null,
+      error: 'error interno del servicio (no del destino)',
+      durationMs: 0,
+      counts: true,
+      blames: false,
+    },
+  };
+  const done = await exchange(q, [fault], claim({ take: 0 }));
+  assert.deepEqual(done.tallies, [], 'the failure count is not moved');
+  const [d] = await q.query<{ status: string; attempt: number }>(
+    'SELECT status, attempt FROM webhook_deliveries WHERE webhook_id = $1',
+    [hook.id],
+  );
+  assert.deepEqual(d, { status: 'dead', attempt: 1 });
+  const [w] = await q.query<{ consecutive_failures: number }>(
+    'SELECT consecutive_failures FROM webhooks WHERE id = $1',
+    [hook.id],
+  );
+  assert.equal(w?.consecutive_failures, 5);
+});
