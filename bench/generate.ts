@@ -12,7 +12,6 @@ import { migrate } from '../src/db/migrate.js';
 import { insertBookings } from './lib/bookings.js';
 import { type CatalogueCounts, loadCatalogue } from './lib/catalogue.js';
 import { makePlan } from './lib/plan.js';
-import { progressBar } from './lib/progress.js';
 
 /** Bump when the generator changes what it writes: the runner then regenerates old data sets. */
 export const DATASET_VERSION = 1;
@@ -96,13 +95,11 @@ export async function generate(db: Db, options: GenerateOptions): Promise<Datase
 
   const indexes = await secondaryIndexes(db);
   for (const index of indexes) await db.exec(`DROP INDEX ${index.name}`);
-  const bar = progressBar('bookings', plan.bookings, out);
   for (let first = 0; first < plan.bookings; first += batch) {
     const last = Math.min(first + batch, plan.bookings) - 1;
     await insertBookings(db, plan, first, last);
-    bar.update(last + 1);
+    out.write(`bookings: ${(last + 1).toLocaleString('en')} of ${plan.bookings.toLocaleString('en')}\n`);
   }
-  bar.finish();
   const t3 = clock();
 
   for (const index of indexes) await db.exec(index.definition);

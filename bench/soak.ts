@@ -14,20 +14,24 @@
 // bench/results.
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { loadavg } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { mkdir } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { bookingBody } from '../test/support/feed.js';
-import { freePort } from './lib/child.js';
-import { percentile } from './lib/load.js';
-import { startBenchReceiver } from './lib/receiver.js';
-import { machine } from './lib/report.js';
-import { withMarkdownSection } from './lib/sections.js';
-import { recreateDatabase, serviceEnv, startServe, startWorkerProcess } from './lib/webhook-service.js';
+import { call, freePort, recreateDatabase, service, startServe, startWorker } from './lib/proc.js';
+import { startReceiver } from './lib/receiver.js';
+import {
+  log,
+  machine,
+  median,
+  percentile,
+  positive,
+  RESULTS,
+  ROOT,
+  round,
+  saveNewest,
+  writeSection,
+} from './lib/report.js';
 
-const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const SCOPES = ['bookings:read', 'events:read', 'webhooks:read', 'webhooks:write', 'customers:read'];
 const RSS_GROWTH_LIMIT = 0.1;
 const LAG_P99_LIMIT_MS = 100;
@@ -47,12 +51,6 @@ const { values: args } = parseArgs({
   },
 });
 
-function positive(name: string, raw: string | undefined): number {
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name}: a positive number`);
-  return value;
-}
-
 const minutes = positive('minutes', args.minutes);
 const options = {
   minutes,
@@ -66,20 +64,7 @@ const options = {
 };
 if (options.warmupMinutes >= minutes) throw new Error('--warmup-minutes must be shorter than --minutes');
 
-const log = (line: string) => process.stderr.write(`${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
-
-async function call(url: string, method: string, token: string, body?: unknown): Promise<any> {
-  const res = await fetch(url, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : undefined;
-}
 
 function metric(text: string, name: string): number | null {
   const match = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
@@ -96,11 +81,6 @@ interface Sample {
   workerLagP99Ms: number | null;
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? (s[Math.floor((s.length - 1) / 2)] as number) : Number.NaN;
-};
-
 async function main(): Promise<number> {
   if (!args['skip-build']) {
     const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
@@ -108,19 +88,23 @@ async function main(): Promise<number> {
   }
   const databaseUrl = args['database-url'];
   await recreateDatabase(databaseUrl);
-  const receiver = await startBenchReceiver(ROOT);
+  const receiver = await startReceiver(ROOT);
   const metricsPort = await freePort();
-  const s = await serviceEnv({ kind: 'postgres', url: databaseUrl }, receiver.caFile, {
-    REDIS_URL: args['redis-url'],
-    SVC_METRICS_PORT: String(metricsPort),
-  });
+  const s = await service(
+    ROOT,
+    { kind: 'postgres', url: databaseUrl },
+    {
+      REDIS_URL: args['redis-url'],
+      SVC_METRICS_PORT: String(metricsPort),
+    },
+  );
   log(
     `soak: ${options.minutes} min (warm-up ${options.warmupMinutes}), ${options.readRate} reads/s, ${options.feedRate} feed changes/s × ${options.webhooks} webhooks`,
   );
-  const serve = await startServe(ROOT, s);
-  const worker = await startWorkerProcess(ROOT, s);
+  const serve = await startServe(s);
+  const worker = await startWorker(s);
   const op = (path: string, method = 'GET', body?: unknown) =>
-    call(`${s.operatorUrl}${path}`, method, s.operatorToken, body);
+    call<any>(`${s.operatorUrl}${path}`, method, s.operatorToken, body);
 
   const org = await op('/organizations', 'POST', {
     code: String(700 + (process.pid % 200)),
@@ -278,23 +262,21 @@ async function main(): Promise<number> {
       lagOk: lags.length > 0 && over <= Math.floor(lags.length / 100),
     };
   };
-  const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
   const result = {
     date: new Date().toISOString(),
     machine: machine(),
-    loadavg: loadavg(),
     options,
     serve: judge('serve'),
     worker: judge('worker'),
     reads: {
       n: readMs.length,
-      p50: round(percentile(sorted(readMs), 0.5), 2),
-      p99: round(percentile(sorted(readMs), 0.99), 2),
+      p50: round(percentile(readMs, 0.5), 2),
+      p99: round(percentile(readMs, 0.99), 2),
     },
     feed: {
       n: feedMs.length,
-      p50: round(percentile(sorted(feedMs), 0.5), 2),
-      p99: round(percentile(sorted(feedMs), 0.99), 2),
+      p50: round(percentile(feedMs, 0.5), 2),
+      p99: round(percentile(feedMs, 0.99), 2),
     },
     changes,
     deliveriesExpected: expected,
@@ -310,14 +292,10 @@ async function main(): Promise<number> {
     result.worker.lagOk &&
     failures === 0 &&
     delivered >= expected;
-  await mkdir(join(ROOT, 'bench', 'results'), { recursive: true });
-  const file = join(ROOT, 'bench', 'results', `soak-${result.date.slice(0, 10)}.json`);
-  await writeFile(file, `${JSON.stringify(result, null, 1)}\n`);
-  log(`saved ${file}`);
+  await mkdir(RESULTS, { recursive: true });
+  log(`saved ${await saveNewest('soak', result)}`);
   if (!args['no-report']) {
-    const md = join(ROOT, 'BENCHMARKS.md');
-    await writeFile(md, withMarkdownSection(await readFile(md, 'utf8'), '## Soak', section(result, passed)));
-    log(`updated the "Soak" section of ${md}`);
+    await writeSection('## Soak', section(result, passed));
   }
   log(passed ? 'soak: passed' : 'soak: FAILED');
   return passed ? 0 : 1;
@@ -326,10 +304,8 @@ async function main(): Promise<number> {
 function section(r: any, passed: boolean): string {
   const row = (name: string, j: any) =>
     `| ${name} | ${j.rssStartMb} | ${j.rssEndMb} | ${j.rssPeakMb} | ${j.rssGrowth}% ${j.rssOk ? 'met' : 'MISSED'} | ${j.lagP99MedianMs} | ${j.lagP99MaxMs} | ${j.intervalsOver} of ${j.intervals} ${j.lagOk ? 'met' : 'MISSED'} |`;
-  return `## Soak
-
-Measured by \`npm run bench:soak\` (bench/soak.ts), ${r.date.slice(0, 16).replace('T', ' ')} UTC, ${r.options.minutes} minutes
-(the first ${round(r.options.warmupMinutes, 2)} warm-up), on PostgreSQL and Redis, load average at the end ${r.loadavg.map((x: number) => x.toFixed(1)).join(' / ')}
+  return `Measured by \`npm run bench:soak\` (bench/soak.ts), ${r.date.slice(0, 16).replace('T', ' ')} UTC, ${r.options.minutes} minutes
+(the first ${round(r.options.warmupMinutes, 2)} warm-up), on PostgreSQL and Redis, load average at the start ${r.machine.loadAverage.join(' / ')}
 on ${r.machine.cpus} × ${r.machine.cpuModel}. \`svc serve\` and one \`svc worker\` from dist; at a fixed rate (open model)
 ${r.options.readRate} reads/s over five list and identity endpoints, ${r.options.feedRate} booking changes/s through the operator
 feed, each delivered to ${r.options.webhooks} webhooks on a local HTTPS receiver. RSS and event-loop delay read from each

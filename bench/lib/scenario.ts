@@ -1,7 +1,5 @@
 // What is loaded: the endpoints, and the inputs they need (a booking id, a cursor deep in the list)
 // obtained through the API itself, since cursors are signed and cannot be made up.
-import type { Capture } from '../ceiling.js';
-
 export interface Endpoint {
   name: string;
   /** Path and query below the API base URL. */
@@ -29,15 +27,10 @@ interface ListPage {
   next_cursor: string | null;
 }
 
-export async function getJson<T>(url: string, key: string): Promise<{ status: number; body: T }> {
+async function getJson<T>(url: string, key: string): Promise<{ status: number; body: T }> {
   const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
   const text = await res.text();
   return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
-}
-
-/** True once the read API answers (the list of bookings is served). */
-export async function readApiAvailable(baseUrl: string, key: string): Promise<boolean> {
-  return (await getJson(`${baseUrl}/bookings?limit=1`, key)).status === 200;
 }
 
 /**
@@ -86,24 +79,4 @@ export async function readEndpoints(baseUrl: string, key: string, deep: DeepCurs
     { name: 'booking_by_id', path: `/bookings/${id}`, label: 'GET /bookings/{id}' },
     { name: 'customers_first_page', path: '/customers', label: 'GET /customers' },
   ];
-}
-
-/** Until the read API exists the harness loads the one endpoint that does. */
-export function fallbackEndpoints(): Endpoint[] {
-  return [{ name: 'identity', path: '/integrations/me', label: 'GET /integrations/me' }];
-}
-
-/** One real answer, byte for byte, for the ceiling server to repeat. */
-export async function capture(url: string, key: string): Promise<Capture> {
-  // autocannon asks for no compression; neither may the capture.
-  const res = await fetch(url, {
-    headers: { authorization: `Bearer ${key}`, 'accept-encoding': 'identity' },
-  });
-  const body = Buffer.from(await res.arrayBuffer());
-  if (res.status !== 200) throw new Error(`${url}: ${res.status} ${body.toString('utf8').slice(0, 300)}`);
-  const headers: Record<string, string> = {};
-  res.headers.forEach((value, name) => {
-    headers[name] = value;
-  });
-  return { status: res.status, headers, body: body.toString('base64') };
 }
