@@ -11,6 +11,7 @@ import {
   cpuSnapshot,
   Feed,
   type Tenant,
+  vacuum,
   type Write,
 } from './feed.js';
 import { type Child, type Service, startServe, startWorker } from './proc.js';
@@ -113,6 +114,7 @@ async function latency(c: Configuration, o: FastOptions): Promise<FastRound['lat
 }
 
 async function drain(c: Configuration, o: FastOptions): Promise<FastRound['drain']> {
+  await vacuum(o.client);
   const queuing = await c.queuing();
   o.receiver.reset();
   c.feed.forget();

@@ -172,6 +172,15 @@ export async function arrivalsOf(receiver: Receiver, expected: number, stallMs: 
   }
 }
 
+/**
+ * What autovacuum would have done between two phases (these machines run PostgreSQL with it off):
+ * without it each drain meets the dead row versions of the drains before it in the queue's indexes,
+ * and whichever configuration runs last looks slowest.
+ */
+export async function vacuum(client: pg.Client): Promise<void> {
+  await client.query('VACUUM (ANALYZE)');
+}
+
 /** CPU used so far by the Node processes, PostgreSQL's backends of the database, the machine. */
 export interface CpuSnapshot {
   node: number;

@@ -10,6 +10,7 @@ import {
   distinct,
   type Feed,
   type Tenant,
+  vacuum,
 } from './feed.js';
 import { type Child, type Service, startServe, startWorker } from './proc.js';
 import type { Arrival, Receiver } from './receiver.js';
@@ -71,7 +72,7 @@ export interface RebalanceResult {
   firstArrivalAfterFirstAttempt: number;
   maxInFlightPerWebhook: number;
   /** After the SIGKILL: when every webhook still owed deliveries had one again, and how many waited over 1 s. */
-  resumedSeconds: number;
+  resumedSeconds: number | null;
   webhooksPausedOverSecond: number;
   events: { at: number; what: string }[];
   seconds: number;
@@ -82,6 +83,7 @@ const STALL_MS = 30_000;
 /** Queues `deliveries` (rounded up to whole events of every tenant) while nothing delivers. */
 async function queueBacklog(o: ScaleOptions): Promise<{ serve: Child; expected: number }> {
   o.receiver.delayMs = o.answerMs;
+  await vacuum(o.client);
   const serve = await startServe(o.service, { SVC_WEBHOOK_WORKER: 'off' });
   const perEvent = o.tenants.reduce((n, t) => n + t.paths.length, 0);
   const perTenant = Math.ceil(o.deliveries / perEvent);
@@ -155,11 +157,12 @@ export async function scaleOutScenario(o: ScaleOptions & { workers: number[] }):
 }
 
 /** When each webhook next received a delivery after `at`: the longest wait, and how many waited over 1 s. */
-function resumption(arrivals: Arrival[], at: number): { seconds: number; paused: number } {
+function resumption(arrivals: Arrival[], at: number): { seconds: number | null; paused: number } {
   const next = new Map<string, number>();
   for (const a of arrivals) if (a.at > at && !next.has(a.path)) next.set(a.path, a.at - at);
   const waits = [...next.values()];
-  return { seconds: round(Math.max(0, ...waits) / 1000, 2), paused: waits.filter((w) => w > 1000).length };
+  const seconds = waits.length > 0 ? round(Math.max(...waits) / 1000, 2) : null;
+  return { seconds, paused: waits.filter((w) => w > 1000).length };
 }
 
 /**

@@ -57,8 +57,9 @@ export function webhookTargets(r: WebhookResult): Target[] {
       {
         name: "Rebalancing: the killed worker's webhooks resume",
         goal: `within the lease (${b.settings.leaseSeconds} s)`,
-        value: `${b.resumedSeconds} s`,
-        met: b.resumedSeconds <= b.settings.leaseSeconds,
+        value:
+          b.resumedSeconds === null ? 'no webhook had work left after the kill' : `${b.resumedSeconds} s`,
+        met: b.resumedSeconds === null ? null : b.resumedSeconds <= b.settings.leaseSeconds,
       },
     );
   }
@@ -135,7 +136,7 @@ function rebalanceSection(b: NonNullable<WebhookResult['rebalance']>): string {
       `${b.events.map((e) => `${e.what} at ${e.at} s`).join(', ')}. ` +
       `Lost ${b.lost}, duplicates ${b.duplicates}, first arrivals with an attempt above 1: ${b.firstArrivalAfterFirstAttempt}; ` +
       `most attempts in flight at one webhook ${b.maxInFlightPerWebhook} (bound ${b.settings.perWebhook}); ` +
-      `after the kill every webhook with work left had a delivery within ${b.resumedSeconds} s ` +
+      `after the kill every webhook with work left had a delivery within ${b.resumedSeconds ?? '-'} s ` +
       `(${b.webhooksPausedOverSecond} waited over 1 s).`,
   ].join('\n');
 }
