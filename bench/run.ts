@@ -1,27 +1,19 @@
-// npm run bench [-- --db postgres|pglite|both --rounds 3 --duration 3 --baseline ../other ...]
+// npm run bench [-- --rounds 3 --duration 3 --baseline ../other ...]   (bench/README.md)
 //
 // The read API against the minimal server (bench/minimal.ts: the same SQL and views on bare
-// node:http and pg) on the same data set, interleaved: every server loads every endpoint once per
-// round, the order turning each round, and medians of the rounds are reported.
+// node:http and pg) on the same PostgreSQL data set, interleaved: every server loads every
+// endpoint once per round, the order turning each round, and the medians of the rounds count.
 import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { migrate } from '../src/db/migrate.js';
-import {
-  DATASET_VERSION,
-  type Dataset,
-  generate,
-  openBenchDb,
-  readDataset,
-  removePgliteData,
-} from './generate.js';
+import { DATASET_VERSION, type Dataset, generate, openBenchDb, readDataset } from './generate.js';
 import { type LoadResult, runLoad } from './lib/load.js';
 import {
   type Child,
   call,
-  type Database,
   ensureDatabase,
   freePort,
   type Service,
@@ -29,28 +21,11 @@ import {
   startChild,
   startServe,
 } from './lib/proc.js';
-import {
-  barChart,
-  int,
-  log,
-  machine,
-  median,
-  pct,
-  positive,
-  RESULTS,
-  ROOT,
-  readNewest,
-  saveNewest,
-  type Target,
-  table,
-  targetTable,
-  writeSection,
-} from './lib/report.js';
-import { deepCursor, type Endpoint, readEndpoints } from './lib/scenario.js';
+import * as r from './lib/report.js';
+import { deepCursor, readEndpoints } from './lib/scenario.js';
 
 const { values: args } = parseArgs({
   options: {
-    db: { type: 'string', default: 'postgres' },
     duration: { type: 'string', default: '3' },
     warmup: { type: 'string', default: '1' },
     rounds: { type: 'string', default: '3' },
@@ -60,12 +35,18 @@ const { values: args } = parseArgs({
     organizations: { type: 'string', default: '200' },
     endpoints: { type: 'string' },
     'database-url': { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/svc_bench' },
-    'data-dir': { type: 'string', default: join(ROOT, 'bench', 'data') },
     'skip-build': { type: 'boolean', default: false },
     'dry-run': { type: 'boolean', default: false },
   },
 });
-
+const url = args['database-url'];
+const options = {
+  connections: r.positive('connections', args.connections),
+  duration: r.positive('duration', args.duration),
+  warmup: Number(args.warmup) || 0,
+  rounds: r.positive('rounds', args.rounds),
+  baseline: args.baseline ?? null,
+};
 const SCOPES = [
   'bookings:read',
   'customers:read',
@@ -75,36 +56,28 @@ const SCOPES = [
   'passengers:read',
 ];
 type ServerName = 'api' | 'minimal' | 'baseline';
+type Summary = { rounds: number[]; perSecond: number; cpuUs: number; p99Ms: number; failures: number };
 
 interface EndpointResult {
   name: string;
   label: string;
-  /** Per server: req/s of each round, the median, median CPU µs per request and p99 ms. */
-  servers: Partial<
-    Record<
-      ServerName,
-      { rounds: number[]; perSecond: number; cpuUs: number; p99Ms: number; failures: number }
-    >
-  >;
+  servers: Partial<Record<ServerName, Summary>>;
   ofMinimal: number;
   ofBaseline: number | null;
 }
 
 interface ReadsResult {
-  database: Database['kind'];
   date: string;
-  machine: ReturnType<typeof machine>;
-  options: { connections: number; duration: number; warmup: number; rounds: number; baseline: string | null };
+  machine: ReturnType<typeof r.machine>;
+  options: typeof options;
   dataset: Dataset;
   endpoints: EndpointResult[];
 }
 
 /** The data set the database holds, made again when missing or of another size. */
-async function ensureDataset(database: Database, bookings: number, organizations: number): Promise<Dataset> {
-  const target = database.kind === 'postgres' ? { databaseUrl: database.url } : { dataDir: database.dataDir };
-  if (database.kind === 'postgres') await ensureDatabase(database.url);
-  else await mkdir(database.dataDir, { recursive: true });
-  let db = await openBenchDb(target);
+async function ensureDataset(bookings: number, organizations: number): Promise<Dataset> {
+  await ensureDatabase(url);
+  const db = openBenchDb(url);
   try {
     const found = await readDataset(db);
     if (
@@ -116,62 +89,61 @@ async function ensureDataset(database: Database, bookings: number, organizations
       await migrate(db);
       return found;
     }
-    log(`${database.kind}: generating ${int(bookings)} bookings`);
-    if (database.kind === 'pglite') {
-      await db.close();
-      await removePgliteData(database.dataDir);
-      db = await openBenchDb(target);
-    }
+    r.log(`generating ${r.int(bookings)} bookings`);
     return await generate(db, { bookings, organizations });
   } finally {
     await db.close();
   }
 }
 
-/**
- * The servers of a run, started when first used. On PGlite the database lives inside the process
- * that opens it, so starting one server stops the other.
- */
-function servers(s: Service, database: Database, minimalConfig: string) {
+/** The servers, started when first used; the API and the baseline share a port, so one stops the other. */
+function servers(s: Service, minimalConfig: string) {
   const running = new Map<ServerName, { child: Child; baseUrl: string }>();
   const start = async (name: ServerName) => {
-    if (name === 'minimal') {
-      const port = await freePort();
-      const child = await startChild({
-        args: ['--import', 'tsx', 'bench/minimal.ts', minimalConfig, String(port)],
-        cwd: ROOT,
-        env: { PATH: process.env.PATH, NODE_ENV: 'production' },
-        ready: (output) => output.includes('ready'),
-      });
-      return { child, baseUrl: `http://127.0.0.1:${port}/api/v1` };
+    if (name !== 'minimal') {
+      const root = name === 'baseline' ? resolve(args.baseline as string) : r.ROOT;
+      return { child: await startServe({ ...s, root }), baseUrl: s.baseUrl };
     }
-    const root = name === 'baseline' ? resolve(args.baseline as string) : ROOT;
-    return { child: await startServe({ ...s, root }), baseUrl: s.baseUrl };
+    const port = await freePort();
+    const child = await startChild({
+      args: ['--import', 'tsx', 'bench/minimal.ts', minimalConfig, String(port)],
+      cwd: r.ROOT,
+      env: { PATH: process.env.PATH, NODE_ENV: 'production' },
+      ready: (output) => output.includes('ready'),
+    });
+    return { child, baseUrl: `http://127.0.0.1:${port}/api/v1` };
   };
   return {
     async use(name: ServerName) {
-      for (const [other, r] of running) {
-        // The API and the baseline listen on the same port; on PGlite only one opens the database.
-        if (other !== name && (database.kind === 'pglite' || (other !== 'minimal' && name !== 'minimal'))) {
-          await r.child.stop();
-          running.delete(other);
-        }
+      const other = running.get(name === 'api' ? 'baseline' : 'api');
+      if (name !== 'minimal' && other) {
+        await other.child.stop();
+        running.delete(name === 'api' ? 'baseline' : 'api');
       }
-      const r = running.get(name) ?? (await start(name));
-      running.set(name, r);
-      return r;
+      const server = running.get(name) ?? (await start(name));
+      running.set(name, server);
+      return server;
     },
-    async stop() {
-      for (const r of running.values()) await r.child.stop();
-    },
+    stop: () => Promise.all([...running.values()].map((x) => x.child.stop())),
   };
 }
 
-async function measure(database: Database, dataset: Dataset): Promise<EndpointResult[]> {
-  const s = await service(ROOT, database);
+function summary(runs: (LoadResult & { cpuUs: number })[] | undefined): Summary | undefined {
+  if (!runs) return undefined;
+  const rates = runs.map((x) => x.requestsPerSecond);
+  return {
+    rounds: rates,
+    perSecond: Math.round(r.median(rates)),
+    cpuUs: Math.round(r.median(runs.map((x) => x.cpuUs))),
+    p99Ms: r.median(runs.map((x) => x.p99Ms)),
+    failures: runs.reduce((n, x) => n + x.failures, 0),
+  };
+}
+
+async function measure(dataset: Dataset): Promise<EndpointResult[]> {
+  const s = await service(r.ROOT, { kind: 'postgres', url });
   const dir = await mkdtemp(join(tmpdir(), 'svc-bench-'));
-  const minimalConfig = join(dir, 'minimal.json');
-  const set = servers(s, database, minimalConfig);
+  const set = servers(s, join(dir, 'minimal.json'));
   try {
     const api = await set.use('api');
     const organizationId = dataset.largestOrganization.id;
@@ -188,66 +160,46 @@ async function measure(database: Database, dataset: Dataset): Promise<EndpointRe
       environment: 'live',
     });
     const deep = await deepCursor(api.baseUrl, key, dataset.largestOrganization.bookings);
-    let endpoints: Endpoint[] = await readEndpoints(api.baseUrl, key, deep);
     const only = args.endpoints?.split(',');
-    if (only) endpoints = endpoints.filter((e) => only.includes(e.name));
-    const identity = await call<unknown>(`${api.baseUrl}/integrations/me`, 'GET', key);
-    const target =
-      database.kind === 'postgres' ? { databaseUrl: database.url } : { dataDir: database.dataDir };
-    await writeFile(
-      minimalConfig,
-      JSON.stringify({ ...target, organizationId, integrationId: integration.id, identity }),
+    const endpoints = (await readEndpoints(api.baseUrl, key, deep)).filter(
+      (e) => !only || only.includes(e.name),
     );
+    const identity = await call<unknown>(`${api.baseUrl}/integrations/me`, 'GET', key);
+    const config = { databaseUrl: url, organizationId, integrationId: integration.id, identity };
+    await writeFile(join(dir, 'minimal.json'), JSON.stringify(config));
 
     const names: ServerName[] = ['api', 'minimal', ...(args.baseline ? (['baseline'] as const) : [])];
-    const rounds = positive('rounds', args.rounds);
     const runs = new Map<string, (LoadResult & { cpuUs: number })[]>();
-    const headers = { authorization: `Bearer ${key}` };
-    const load = { connections: positive('connections', args.connections), headers };
-    for (let round = 0; round < rounds; round++) {
+    const load = { connections: options.connections, headers: { authorization: `Bearer ${key}` } };
+    for (let round = 0; round < options.rounds; round++) {
       // The order turns each round, so that a slow patch of the machine does not fall on one server.
       for (const name of names.map((_, i) => names[(i + round) % names.length] as ServerName)) {
         const server = await set.use(name);
         for (const e of endpoints) {
-          const url = `${server.baseUrl}${e.path}`;
-          const warmup = Number(args.warmup);
-          if (warmup > 0) await runLoad({ ...load, url, duration: warmup });
+          const target = `${server.baseUrl}${e.path}`;
+          if (options.warmup > 0) await runLoad({ ...load, url: target, duration: options.warmup });
           const before = (await server.child.cpuMs()) ?? 0;
-          const r = await runLoad({ ...load, url, duration: positive('duration', args.duration) });
+          const x = await runLoad({ ...load, url: target, duration: options.duration });
           const cpuUs = Math.round(
-            ((((await server.child.cpuMs()) ?? 0) - before) * 1000) / Math.max(1, r.requests),
+            ((((await server.child.cpuMs()) ?? 0) - before) * 1000) / Math.max(1, x.requests),
           );
-          runs.set(`${name} ${e.name}`, [...(runs.get(`${name} ${e.name}`) ?? []), { ...r, cpuUs }]);
-          log(
-            `round ${round + 1} ${name.padEnd(8)} ${e.label}: ${r.requestsPerSecond} req/s, p99 ${r.p99Ms} ms, ${cpuUs} µs CPU/request${r.failures ? `, ${r.failures} FAILURES` : ''}`,
+          runs.set(`${name} ${e.name}`, [...(runs.get(`${name} ${e.name}`) ?? []), { ...x, cpuUs }]);
+          r.log(
+            `round ${round + 1} ${name} ${e.label}: ${x.requestsPerSecond} req/s, ${cpuUs} µs CPU/request`,
           );
+          if (x.failures > 0) r.log(`  ${x.failures} FAILURES`);
         }
       }
     }
     return endpoints.map((e) => {
-      const summary = (name: ServerName) => {
-        const r = runs.get(`${name} ${e.name}`);
-        if (!r) return undefined;
-        const rates = r.map((x) => x.requestsPerSecond);
-        return {
-          rounds: rates,
-          perSecond: Math.round(median(rates)),
-          cpuUs: Math.round(median(r.map((x) => x.cpuUs))),
-          p99Ms: median(r.map((x) => x.p99Ms)),
-          failures: r.reduce((n, x) => n + x.failures, 0),
-        };
-      };
-      const servers = { api: summary('api'), minimal: summary('minimal'), baseline: summary('baseline') };
-      const share = (other?: { perSecond: number }) =>
-        other
-          ? Math.round(((servers.api?.perSecond ?? 0) / Math.max(1, other.perSecond)) * 1000) / 1000
-          : null;
+      const [api, minimal, baseline] = names.map((n) => summary(runs.get(`${n} ${e.name}`)));
+      const share = (other?: Summary) =>
+        other ? r.round((api?.perSecond ?? 0) / Math.max(1, other.perSecond), 3) : null;
       return {
-        name: e.name,
-        label: e.label,
-        servers,
-        ofMinimal: share(servers.minimal) ?? 0,
-        ofBaseline: share(servers.baseline),
+        ...e,
+        servers: { api, minimal, baseline },
+        ofMinimal: share(minimal) ?? 0,
+        ofBaseline: share(baseline),
       };
     });
   } finally {
@@ -256,14 +208,15 @@ async function measure(database: Database, dataset: Dataset): Promise<EndpointRe
   }
 }
 
-/** Issue 42's goals, on PostgreSQL. */
-function targets(r: ReadsResult): Target[] {
-  const goal = (name: string, label: string, share: number): Target => {
-    const e = r.endpoints.find((x) => x.name === name);
+/** Issue 42's goals. */
+function targets(result: ReadsResult): r.Target[] {
+  const goal = (name: string, label: string, share: number): r.Target => {
+    const e = result.endpoints.find((x) => x.name === name);
+    const value = e ? r.pct(e.ofMinimal) : 'not measured';
     return {
       name: label,
-      goal: `>= ${pct(share)} of the minimal server`,
-      value: e ? pct(e.ofMinimal) : 'not measured',
+      goal: `>= ${r.pct(share)} of the minimal server`,
+      value,
       met: e ? e.ofMinimal >= share : null,
     };
   };
@@ -273,16 +226,18 @@ function targets(r: ReadsResult): Target[] {
   ];
 }
 
-function render(r: ReadsResult): string {
-  const d = r.dataset;
-  const baseline = r.options.baseline !== null;
+function render(x: ReadsResult): string {
+  const d = x.dataset;
+  const o = x.options;
+  const pair = (e: EndpointResult, f: (s: Summary) => number) =>
+    `${e.servers.api ? f(e.servers.api) : '-'} / ${e.servers.minimal ? f(e.servers.minimal) : '-'}`;
   return [
-    `**${r.database === 'postgres' ? 'PostgreSQL' : 'Embedded (PGlite)'}**, ${r.date.slice(0, 16).replace('T', ' ')} UTC, ` +
-      `${r.machine.cpus} cores (${r.machine.cpuModel}), load average at the start ${r.machine.loadAverage.join(' / ')}; ` +
-      `${int(d.bookings)} bookings (largest organization ${int(d.largestOrganization.bookings)}); ${r.options.connections} connections, ` +
-      `${r.options.rounds} round(s) of ${r.options.warmup} s warm-up + ${r.options.duration} s, medians.`,
+    `PostgreSQL, ${x.date.slice(0, 16).replace('T', ' ')} UTC, ${x.machine.cpus} cores (${x.machine.cpuModel}), ` +
+      `load average at the start ${x.machine.loadAverage.join(' / ')}; ${r.int(d.bookings)} bookings (largest ` +
+      `organization ${r.int(d.largestOrganization.bookings)}); ${o.connections} connections, ${o.rounds} round(s) of ` +
+      `${o.warmup} s warm-up + ${o.duration} s, medians. Written by \`npm run bench\`.`,
     '',
-    table(
+    r.table(
       [
         'Endpoint',
         'API req/s',
@@ -290,84 +245,60 @@ function render(r: ReadsResult): string {
         'API of minimal',
         'CPU µs/request (API / minimal)',
         'p99 ms (API / minimal)',
-        ...(baseline ? ['API of baseline'] : []),
-      ],
-      r.endpoints.map((e) => [
-        e.label,
-        int(e.servers.api?.perSecond ?? 0),
-        int(e.servers.minimal?.perSecond ?? 0),
-        pct(e.ofMinimal),
-        `${e.servers.api?.cpuUs ?? '-'} / ${e.servers.minimal?.cpuUs ?? '-'}`,
-        `${e.servers.api?.p99Ms ?? '-'} / ${e.servers.minimal?.p99Ms ?? '-'}`,
-        ...(baseline ? [pct(e.ofBaseline)] : []),
-      ]),
+      ].concat(o.baseline ? ['API of baseline'] : []),
+      x.endpoints.map((e) =>
+        [
+          e.label,
+          r.int(e.servers.api?.perSecond ?? 0),
+          r.int(e.servers.minimal?.perSecond ?? 0),
+          r.pct(e.ofMinimal),
+        ]
+          .concat([pair(e, (s) => s.cpuUs), pair(e, (s) => s.p99Ms)])
+          .concat(o.baseline ? [r.pct(e.ofBaseline)] : []),
+      ),
     ),
     '',
-    targetTable(targets(r)),
+    r.targetTable(targets(x)),
     '',
-    `![reads](bench/results/reads-${r.database}.svg)`,
+    '![reads](bench/results/reads.svg)',
   ].join('\n');
 }
 
 async function main(): Promise<void> {
-  const kinds = args.db === 'both' ? (['postgres', 'pglite'] as const) : [args.db];
   if (!args['skip-build']) {
-    const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
+    const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: r.ROOT, stdio: 'inherit' });
     if (build.status !== 0) throw new Error('npm run build failed');
   }
-  for (const kind of kinds) {
-    const database: Database =
-      kind === 'postgres'
-        ? { kind, url: args['database-url'] }
-        : kind === 'pglite'
-          ? { kind, dataDir: args['data-dir'] }
-          : (() => {
-              throw new Error('--db must be postgres, pglite or both');
-            })();
-    const dataset = await ensureDataset(
-      database,
-      positive('bookings', args.bookings),
-      positive('organizations', args.organizations),
-    );
-    const endpoints = await measure(database, dataset);
-    const result: ReadsResult = {
-      database: database.kind,
-      date: new Date().toISOString(),
-      machine: machine(),
-      options: {
-        connections: positive('connections', args.connections),
-        duration: positive('duration', args.duration),
-        warmup: Number(args.warmup),
-        rounds: positive('rounds', args.rounds),
-        baseline: args.baseline ?? null,
-      },
-      dataset,
-      endpoints,
-    };
-    process.stdout.write(`${render(result)}\n`);
-    if (args['dry-run']) continue;
-    await mkdir(RESULTS, { recursive: true });
-    log(`saved ${await saveNewest(`reads-${kind}`, result)}`);
-    await barChart(
-      `reads-${kind}.svg`,
-      `Read API as a share of the minimal server (${kind === 'postgres' ? 'PostgreSQL' : 'PGlite'})`,
-      endpoints.map((e) => ({
-        label: e.label.replace(/&cursor=.*/, ' (deep page)'),
-        value: e.ofMinimal * 100,
-        text: pct(e.ofMinimal),
-        ...(e.name === 'bookings_first_page'
-          ? { target: 100 }
-          : e.name === 'booking_by_id'
-            ? { target: 90 }
-            : {}),
-      })),
-    );
-  }
-  if (args['dry-run']) return;
-  const saved = await Promise.all(
-    (['postgres', 'pglite'] as const).map((k) => readNewest<ReadsResult>(`reads-${k}`)),
+  const dataset = await ensureDataset(
+    r.positive('bookings', args.bookings),
+    r.positive('organizations', args.organizations),
   );
-  await writeSection('## Reads: record', saved.flatMap((r) => (r ? [render(r)] : [])).join('\n\n'));
+  const result: ReadsResult = {
+    date: new Date().toISOString(),
+    machine: r.machine(),
+    options,
+    dataset,
+    endpoints: await measure(dataset),
+  };
+  process.stdout.write(`${render(result)}\n`);
+  if (args['dry-run']) return;
+  await mkdir(r.RESULTS, { recursive: true });
+  r.log(`saved ${await r.saveNewest('reads', result)}`);
+  await r.barChart(
+    'reads.svg',
+    'Read API as a share of the minimal server (PostgreSQL)',
+    result.endpoints.map((e) => ({
+      label: e.label.replace(/&cursor=.*/, ' (deep page)'),
+      value: e.ofMinimal * 100,
+      text: r.pct(e.ofMinimal),
+      ...(e.name === 'bookings_first_page'
+        ? { target: 100 }
+        : e.name === 'booking_by_id'
+          ? { target: 90 }
+          : {}),
+    })),
+  );
+  await r.writeSection('## Reads: record', render(result));
 }
 
 main().catch((error) => {

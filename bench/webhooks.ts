@@ -1,30 +1,28 @@
 // npm run bench:webhooks [-- --scenarios fast,scale-out,rebalance --quick ...]   (bench/README.md)
 //
 // Webhook delivery on PostgreSQL, the service driven only through its processes (`svc serve`,
-// `svc worker`), its feed and public APIs, and observed at an HTTPS receiver. Three scenarios:
-// - fast: receivers that answer at once; the graphile-worker + undici reference, `serve` and
-//   `serve + 1 worker` in the same run (rounds taking turns): latency at a fixed feed rate, then a
-//   drain of a backlog queued while nothing delivered, each as a share of the reference;
-// - scale-out: a backlog to 200 webhooks in 50 organizations answering in 100 ms, drained by 1, 2
-//   and 4 `svc worker` processes (serve's worker off), with the CPU each delivery cost;
-// - rebalance: during such a drain a worker starts, one is SIGKILLed and one SIGTERMed; every
-//   delivery must arrive and no webhook may see more attempts in flight than its bound.
+// `svc worker`), its feed and public APIs, and observed at an HTTPS receiver:
+// - fast (lib/fast.ts): receivers that answer at once; the graphile-worker + undici reference,
+//   `serve` and `serve + 1 worker` in the same run: latency at a fixed feed rate, then a drain;
+// - scale-out (lib/scale.ts): a backlog to 200 webhooks in 50 organizations answering in 100 ms,
+//   drained by 1, 2 and 4 `svc worker` processes, with the CPU each delivery cost;
+// - rebalance (lib/scale.ts): during such a drain a worker starts, one is SIGKILLed and one SIGTERMed.
 import { spawnSync } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { type FastResult, fastScenario } from './lib/fast.js';
-import { createTenant, engineWrite, Feed, type Tenant } from './lib/feed.js';
-import { type Child, recreateDatabase, type Service, service, startServe } from './lib/proc.js';
+import { type Bench, createTenant, engineWrite, Feed, type Tenant } from './lib/feed.js';
+import { recreateDatabase, service, startServe, stopAll } from './lib/proc.js';
 import { startReceiver } from './lib/receiver.js';
-import { log, machine, positive, RESULTS, ROOT, readNewest, saveNewest, writeSection } from './lib/report.js';
+import * as r from './lib/report.js';
 import {
   type RebalanceResult,
   rebalanceScenario,
   type ScaleOutResult,
   scaleOutScenario,
 } from './lib/scale.js';
-import { renderWebhooks, webhookCharts, webhookTargets } from './lib/webhook-report.js';
+import { renderWebhooks, webhookCharts } from './lib/webhook-report.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -51,7 +49,7 @@ const { values: args } = parseArgs({
   },
 });
 
-/** --quick: sizes that show the harness works in a minute or two; figures not worth keeping. */
+/** --quick: sizes that show the harness works in a few minutes; figures not worth keeping. */
 const QUICK: Record<string, string> = {
   rounds: '1',
   'drain-events': '300',
@@ -63,113 +61,97 @@ const QUICK: Record<string, string> = {
   'rebalance-deliveries': '1600',
 };
 const given = new Set(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')[0]));
-const opt = (name: keyof typeof args) =>
-  positive(name, args.quick && !given.has(name) && QUICK[name] ? QUICK[name] : (args[name] as string));
-const list = (name: keyof typeof args) =>
-  (args.quick && !given.has(name) && QUICK[name] ? QUICK[name] : (args[name] as string))
-    .split(',')
-    .map((x) => positive(name, x));
-
+const raw = (name: keyof typeof args) =>
+  args.quick && !given.has(name) && QUICK[name] ? QUICK[name] : (args[name] as string);
+const opt = (name: keyof typeof args) => r.positive(name, raw(name));
 const scenarios = new Set(args.scenarios.split(','));
 for (const s of scenarios)
-  if (!['fast', 'scale-out', 'rebalance'].includes(s)) throw new Error(`unknown scenario ${s}`);
-const url = args['database-url'];
-const dbName = decodeURIComponent(new URL(url).pathname.slice(1));
+  if (!['fast', 'scale-out', 'rebalance'].includes(s)) throw new Error(`no scenario ${s}`);
 
 export interface WebhookResult {
   date: string;
-  machine: ReturnType<typeof machine>;
+  machine: ReturnType<typeof r.machine>;
   fast: FastResult | null;
   scaleOut: ScaleOutResult | null;
   rebalance: RebalanceResult | null;
 }
 
-/** 50 organizations of 4 webhooks each under /s/<org>/<n>: the scale-out and rebalance tenants. */
-async function scaleTenants(s: Service, receiver: Awaited<ReturnType<typeof startReceiver>>) {
-  const tenants: Tenant[] = [];
-  const perOrg = opt('webhooks-per-organization');
-  for (let o = 0; o < opt('organizations'); o++)
-    tenants.push(
-      await createTenant(
-        s,
-        receiver,
-        Array.from({ length: perOrg }, (_, i) => `/s/${o}/${i}`),
-      ),
-    );
-  return tenants;
-}
-
 async function main(): Promise<void> {
   if (!args['skip-build']) {
-    const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
+    const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: r.ROOT, stdio: 'inherit' });
     if (build.status !== 0) throw new Error('npm run build failed');
   }
+  const url = args['database-url'];
   await recreateDatabase(url);
-  const receiver = await startReceiver(ROOT);
+  const receiver = await startReceiver(r.ROOT);
   const client = new pg.Client({ connectionString: url });
-  const s = await service(ROOT, { kind: 'postgres', url });
-  const children: Child[] = [];
+  const s = await service(r.ROOT, { kind: 'postgres', url });
+  const write = engineWrite(s);
+  const b: Bench = { root: r.ROOT, url, service: s, receiver, feed: new Feed(write), client };
   const result: WebhookResult = {
     date: new Date().toISOString(),
-    machine: machine(),
+    machine: r.machine(),
     fast: null,
     scaleOut: null,
     rebalance: null,
   };
   try {
-    // The tenants are made through a serve that does not deliver.
+    // The tenants are made through a serve that does not deliver; the scale-out ones under /s/<org>/<n>.
     const setup = await startServe(s, { SVC_WEBHOOK_WORKER: 'off' });
-    children.push(setup);
     const fastTenant = await createTenant(
       s,
       receiver,
       Array.from({ length: opt('webhooks') }, (_, i) => `/f/${i}`),
     );
-    const tenants =
-      scenarios.has('scale-out') || scenarios.has('rebalance') ? await scaleTenants(s, receiver) : [];
+    const tenants: Tenant[] = [];
+    const perOrg = opt('webhooks-per-organization');
+    const organizations = scenarios.has('scale-out') || scenarios.has('rebalance') ? opt('organizations') : 0;
+    for (let o = 0; o < organizations; o++)
+      tenants.push(
+        await createTenant(
+          s,
+          receiver,
+          Array.from({ length: perOrg }, (_, i) => `/s/${o}/${i}`),
+        ),
+      );
     await setup.stop();
     await client.connect();
-    const write = engineWrite(s);
-    const feed = new Feed(write);
-    const common = { root: ROOT, service: s, receiver, feed, client, dbName };
-    try {
-      if (scenarios.has('fast')) {
-        result.fast = await fastScenario({
-          ...common,
-          url,
-          tenant: fastTenant,
-          rounds: opt('rounds'),
-          drainEvents: opt('drain-events'),
-          warmUpEvents: opt('warm-up-events'),
-          rate: opt('rate'),
-          latencySeconds: opt('latency-seconds'),
-          perWebhook: opt('per-webhook'),
-        });
-      }
-      const scale = {
-        ...common,
-        tenants,
-        answerMs: opt('answer-ms'),
-        workerConcurrency: opt('worker-concurrency'),
+    if (scenarios.has('fast')) {
+      result.fast = await fastScenario(b, fastTenant, {
+        rounds: opt('rounds'),
+        webhooks: opt('webhooks'),
         perWebhook: opt('per-webhook'),
-      };
-      if (scenarios.has('scale-out'))
-        result.scaleOut = await scaleOutScenario({
-          ...scale,
-          deliveries: opt('deliveries'),
-          workers: list('workers'),
-        });
-      if (scenarios.has('rebalance'))
-        result.rebalance = await rebalanceScenario({
-          ...scale,
-          deliveries: opt('rebalance-deliveries'),
-          leaseSeconds: opt('lease-seconds'),
-        });
-    } finally {
-      await write.close();
+        drainEvents: opt('drain-events'),
+        warmUpEvents: opt('warm-up-events'),
+        rate: opt('rate'),
+        latencySeconds: opt('latency-seconds'),
+      });
+    }
+    const scale = {
+      organizations: tenants.length,
+      webhooks: tenants.length * perOrg,
+      answerMs: opt('answer-ms'),
+      workerConcurrency: opt('worker-concurrency'),
+      perWebhook: opt('per-webhook'),
+    };
+    if (scenarios.has('scale-out')) {
+      const workers = raw('workers')
+        .split(',')
+        .map((w) => r.positive('workers', w));
+      result.scaleOut = await scaleOutScenario(
+        b,
+        tenants,
+        { ...scale, deliveries: opt('deliveries') },
+        workers,
+      );
+    }
+    if (scenarios.has('rebalance')) {
+      const sizes = { deliveries: opt('rebalance-deliveries'), leaseSeconds: opt('lease-seconds') };
+      result.rebalance = await rebalanceScenario(b, tenants, { ...scale, ...sizes });
     }
   } finally {
-    for (const c of children) await c.stop();
+    await stopAll();
+    await write.close();
     await client.end().catch(() => {});
     await receiver.close();
   }
@@ -178,20 +160,20 @@ async function main(): Promise<void> {
 
 /** Results of the scenarios not run this time are carried over from the newest saved result. */
 async function report(run: WebhookResult): Promise<void> {
-  const previous = args['dry-run'] ? null : await readNewest<WebhookResult>('webhooks');
+  const previous = args['dry-run'] ? null : await r.readNewest<WebhookResult>('webhooks');
   const merged: WebhookResult = {
     ...run,
     fast: run.fast ?? previous?.fast ?? null,
     scaleOut: run.scaleOut ?? previous?.scaleOut ?? null,
     rebalance: run.rebalance ?? previous?.rebalance ?? null,
   };
-  const markdown = renderWebhooks(merged, webhookTargets(merged));
+  const markdown = renderWebhooks(merged);
   process.stdout.write(`${markdown}\n`);
   if (args['dry-run']) return;
-  await mkdir(RESULTS, { recursive: true });
-  log(`saved ${await saveNewest('webhooks', merged)}`);
+  await mkdir(r.RESULTS, { recursive: true });
+  r.log(`saved ${await r.saveNewest('webhooks', merged)}`);
   await webhookCharts(merged);
-  await writeSection('## Webhook delivery: record', markdown);
+  await r.writeSection('## Webhook delivery: record', markdown);
 }
 
 main().catch((error) => {

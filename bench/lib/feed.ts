@@ -1,17 +1,24 @@
 // What the webhook benchmark drives and observes: organizations with webhooks on the receiver
-// (through the operator and public APIs), the feed of booking creations (each one event fanned out
-// to the organization's webhooks), the arrivals of one phase, and the CPU that phase cost.
+// (through the operator and public APIs), the feed of booking creations (each one event to each of
+// the organization's webhooks), the arrivals of a phase, and the CPU a phase cost.
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { Pool } from 'undici';
 import { bookingBody } from '../../test/support/feed.js';
 import { type Child, call, cpuMs, machineCpuMs, type Service } from './proc.js';
 import type { Arrival, Receiver } from './receiver.js';
-import { round } from './report.js';
+import { log, round } from './report.js';
 
-const SCOPES = ['bookings:read', 'webhooks:read', 'webhooks:write', 'pricing:read', 'passengers:read'];
-/** The contract's most webhooks per integration: more take more integrations. */
-const WEBHOOKS_PER_INTEGRATION = 10;
+/** What every scenario works with. */
+export interface Bench {
+  root: string;
+  url: string;
+  service: Service;
+  receiver: Receiver;
+  /** The engine's feed. */
+  feed: Feed;
+  client: pg.Client;
+}
 
 export interface Tenant {
   organizationId: string;
@@ -19,6 +26,11 @@ export interface Tenant {
   /** Receiver paths of its webhooks (every event goes to each). */
   paths: string[];
 }
+
+const SCOPES = ['bookings:read', 'webhooks:read', 'webhooks:write', 'pricing:read', 'passengers:read'];
+/** The contract's most webhooks per integration: more take more integrations. */
+const WEBHOOKS_PER_INTEGRATION = 10;
+const STALL_MS = 30_000;
 
 /** An organization whose webhooks (every event) reach the receiver at `paths`. */
 export async function createTenant(s: Service, receiver: Receiver, paths: string[]): Promise<Tenant> {
@@ -32,14 +44,15 @@ export async function createTenant(s: Service, receiver: Receiver, paths: string
     outbox_enabled: true,
   });
   for (let first = 0; first < paths.length; first += WEBHOOKS_PER_INTEGRATION) {
+    const scopes = SCOPES;
     const integration = await op<{ id: string }>(`/organizations/${org.id}/integrations`, {
       name: `Webhook benchmark ${first}`,
       kind: 'erp',
-      scopes: SCOPES,
+      scopes,
     });
     const { key } = await op<{ key: string }>(`/integrations/${integration.id}/keys`, {
       name: 'benchmark',
-      scopes: SCOPES,
+      scopes,
       environment: 'live',
     });
     for (const path of paths.slice(first, first + WEBHOOKS_PER_INTEGRATION))
@@ -55,14 +68,12 @@ export type Write = (tenant: Tenant, bookingId: string, reference: string) => Pr
 export function engineWrite(s: Service): Write & { close(): Promise<void> } {
   const pool = new Pool(new URL(s.operatorUrl).origin, { connections: 64 });
   const base = new URL(s.operatorUrl).pathname;
-  const write = async (tenant: Tenant, id: string, reference: string) => {
+  const headers = { authorization: `Bearer ${s.operatorToken}`, 'content-type': 'application/json' };
+  const write: Write = async (tenant, id, reference) => {
     try {
-      const res = await pool.request({
-        path: `${base}/organizations/${tenant.organizationId}/bookings/${id}`,
-        method: 'PUT',
-        headers: { authorization: `Bearer ${s.operatorToken}`, 'content-type': 'application/json' },
-        body: JSON.stringify(bookingBody({ reference })),
-      });
+      const path = `${base}/organizations/${tenant.organizationId}/bookings/${id}`;
+      const body = JSON.stringify(bookingBody({ reference }));
+      const res = await pool.request({ path, method: 'PUT', headers, body });
       await res.body.dump();
       return res.statusCode;
     } catch {
@@ -72,58 +83,50 @@ export function engineWrite(s: Service): Write & { close(): Promise<void> } {
   return Object.assign(write, { close: () => pool.close() });
 }
 
-export interface Sent {
-  tenant: Tenant;
-  sentAt: number;
-  answeredAt: number;
-  status: number;
-}
-
 /** Booking creations, each recorded by booking id with when it was sent and answered. */
 export class Feed {
-  sent = new Map<string, Sent>();
+  sent = new Map<string, { tenant: Tenant; sentAt: number; answeredAt: number; status: number }>();
   private seq = 0;
 
   constructor(public write: Write) {}
 
   async put(tenant: Tenant): Promise<void> {
     const id = randomUUID();
-    this.seq += 1;
-    const record: Sent = { tenant, sentAt: performance.now(), answeredAt: 0, status: 0 };
+    const record = { tenant, sentAt: performance.now(), answeredAt: 0, status: 0 };
     this.sent.set(id, record);
+    this.seq += 1;
     record.status = await this.write(tenant, id, `${tenant.code}${String(this.seq).padStart(8, '0')}`);
     record.answeredAt = performance.now();
   }
 
-  /** `perTenant` events for each tenant, taking turns, at most `concurrency` writes in flight. */
-  async burst(tenants: Tenant[], perTenant: number, concurrency: number): Promise<void> {
+  /** `perTenant` events for each tenant, taking turns, 16 writes in flight. */
+  async burst(tenants: Tenant[], perTenant: number): Promise<void> {
     let next = 0;
     const total = tenants.length * perTenant;
-    await Promise.all(
-      Array.from({ length: concurrency }, async () => {
-        while (next < total) await this.put(tenants[next++ % tenants.length] as Tenant);
-      }),
-    );
+    const writer = async () => {
+      while (next < total) await this.put(tenants[next++ % tenants.length] as Tenant);
+    };
+    await Promise.all(Array.from({ length: 16 }, writer));
   }
 
   /** Open model: a write every 1000/rate ms whatever the answers, for `seconds`. */
   async steady(tenant: Tenant, rate: number, seconds: number): Promise<void> {
-    const total = rate * seconds;
     const start = performance.now();
     const inFlight: Promise<void>[] = [];
-    while (inFlight.length < total) {
-      const due = Math.min(total, Math.floor(((performance.now() - start) * rate) / 1000) + 1);
+    while (inFlight.length < rate * seconds) {
+      const due = Math.min(rate * seconds, Math.floor(((performance.now() - start) * rate) / 1000) + 1);
       while (inFlight.length < due) inFlight.push(this.put(tenant));
       await new Promise((r) => setTimeout(r, 1));
     }
     await Promise.all(inFlight);
   }
 
-  /** Deliveries the writes so far should cause (failed writes cause none). */
+  /** Deliveries the writes so far should cause (a failed write causes none, and is logged). */
   expected(): number {
-    let n = 0;
-    for (const s of this.sent.values()) if (s.status === 201) n += s.tenant.paths.length;
-    return n;
+    const sent = [...this.sent.values()];
+    const failed = sent.filter((s) => s.status !== 201).length;
+    if (failed > 0) log(`  ${failed} of ${sent.length} feed writes failed`);
+    return sent.reduce((n, s) => n + (s.status === 201 ? s.tenant.paths.length : 0), 0);
   }
 
   forget(): void {
@@ -131,16 +134,7 @@ export class Feed {
   }
 }
 
-/** The first arrival of each (webhook, event) since the receiver's reset, oldest first. */
-export function firstArrivals(receiver: Receiver): Arrival[] {
-  const seen = new Set<string>();
-  return receiver.arrivals.filter((a) => {
-    const key = `${a.path} ${a.eventId}`;
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
-  });
-}
+const key = (a: Arrival) => `${a.path} ${a.eventId}`;
 
 /** A count of the distinct (webhook, event) pairs that arrived since the receiver's reset. */
 export function distinct(receiver: Receiver): () => number {
@@ -148,22 +142,24 @@ export function distinct(receiver: Receiver): () => number {
   let list = receiver.arrivals;
   let next = 0;
   return () => {
-    if (list !== receiver.arrivals) {
-      [seen, list, next] = [new Set(), receiver.arrivals, 0];
-    }
-    for (; next < list.length; next++) {
-      const a = list[next] as Arrival;
-      seen.add(`${a.path} ${a.eventId}`);
-    }
+    if (list !== receiver.arrivals) [seen, list, next] = [new Set(), receiver.arrivals, 0];
+    for (; next < list.length; next++) seen.add(key(list[next] as Arrival));
     return seen.size;
   };
 }
 
-/**
- * Waits until `expected` distinct deliveries arrived, or `stallMs` passed without an arrival.
- * Returns the first arrival of each.
- */
-export async function arrivalsOf(receiver: Receiver, expected: number, stallMs: number): Promise<Arrival[]> {
+/** The first arrival of each (webhook, event) since the receiver's reset, oldest first. */
+export function firstArrivals(receiver: Receiver): Arrival[] {
+  const seen = new Set<string>();
+  return receiver.arrivals.filter((a) => !seen.has(key(a)) && seen.add(key(a)));
+}
+
+/** Waits until `expected` distinct deliveries arrived, or 30 s passed without an arrival. */
+export async function arrivalsOf(
+  receiver: Receiver,
+  expected: number,
+  stallMs = STALL_MS,
+): Promise<Arrival[]> {
   const count = distinct(receiver);
   for (;;) {
     const before = receiver.arrivals.length;
@@ -189,23 +185,19 @@ export interface CpuSnapshot {
   bench: number;
 }
 
-export async function cpuSnapshot(
-  children: Child[],
-  client: pg.Client,
-  dbName: string,
-): Promise<CpuSnapshot> {
+export async function cpuSnapshot(children: Child[], client: pg.Client): Promise<CpuSnapshot> {
   const node = await Promise.all(children.map((c) => c.cpuMs()));
   const { rows } = await client.query<{ pid: number }>(
-    'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
-    [dbName],
+    'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
   );
   const postgres = new Map<number, number>();
   for (const { pid } of rows) postgres.set(pid, (await cpuMs(pid)) ?? 0);
   const usage = process.cpuUsage();
+  const machine = await machineCpuMs();
   return {
     node: node.reduce<number>((a, b) => a + (b ?? 0), 0),
     postgres,
-    machine: await machineCpuMs(),
+    machine,
     bench: (usage.user + usage.system) / 1000,
   };
 }
@@ -224,10 +216,11 @@ export function cpuPerDelivery(a: CpuSnapshot, b: CpuSnapshot, deliveries: numbe
   let postgres = 0;
   for (const [pid, ms] of b.postgres) postgres += ms - (a.postgres.get(pid) ?? 0);
   const per = (ms: number) => round((ms * 1000) / Math.max(1, deliveries), 0);
+  const machineBusy = (b.machine.busy - a.machine.busy) / Math.max(1, b.machine.total - a.machine.total);
   return {
     nodeUs: per(b.node - a.node),
     postgresUs: per(postgres),
     benchUs: per(b.bench - a.bench),
-    machineBusy: round((b.machine.busy - a.machine.busy) / Math.max(1, b.machine.total - a.machine.total), 3),
+    machineBusy: round(machineBusy, 3),
   };
 }

@@ -70,6 +70,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
+/** Stops every process still running (after a failure). */
+export const stopAll = () => Promise.all([...running].map((c) => c.stop()));
+
 export async function startChild(options: StartOptions): Promise<Child> {
   const proc: ChildProcess = spawn(process.execPath, options.args, {
     env: options.env,

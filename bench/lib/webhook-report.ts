@@ -4,7 +4,7 @@ import { barChart, int, pct, round, type Target, table, targetTable } from './re
 
 const SCALE_GOALS: Record<number, number> = { 2: 1.8, 4: 3.2 };
 
-export function webhookTargets(r: WebhookResult): Target[] {
+function webhookTargets(r: WebhookResult): Target[] {
   const targets: Target[] = [];
   const byName = (name: string) => r.fast?.configurations.find((c) => c.name === name);
   const serve = byName('serve');
@@ -45,7 +45,7 @@ export function webhookTargets(r: WebhookResult): Target[] {
       {
         name: 'Rebalancing: deliveries lost',
         goal: '0',
-        value: `${b.lost} of ${int(b.expected)}`,
+        value: `${b.lost} of ${int(b.settings.deliveries)}`,
         met: b.lost === 0,
       },
       {
@@ -131,7 +131,7 @@ function scaleSection(x: NonNullable<WebhookResult['scaleOut']>): string {
 
 function rebalanceSection(b: NonNullable<WebhookResult['rebalance']>): string {
   return [
-    `**Rebalancing** (${b.date.slice(0, 16).replace('T', ' ')} UTC): ${int(b.expected)} deliveries to ${b.settings.webhooks} webhooks ` +
+    `**Rebalancing** (${b.date.slice(0, 16).replace('T', ' ')} UTC): ${int(b.settings.deliveries)} deliveries to ${b.settings.webhooks} webhooks ` +
       `answering in ${b.settings.answerMs} ms, lease ${b.settings.leaseSeconds} s; ` +
       `${b.events.map((e) => `${e.what} at ${e.at} s`).join(', ')}. ` +
       `Lost ${b.lost}, duplicates ${b.duplicates}, first arrivals with an attempt above 1: ${b.firstArrivalAfterFirstAttempt}; ` +
@@ -141,12 +141,12 @@ function rebalanceSection(b: NonNullable<WebhookResult['rebalance']>): string {
   ].join('\n');
 }
 
-export function renderWebhooks(r: WebhookResult, targets: Target[]): string {
+export function renderWebhooks(r: WebhookResult): string {
   return [
     `PostgreSQL, ${r.machine.cpus} cores (${r.machine.cpuModel}), Node ${r.machine.node}; ` +
       `load average at the start ${r.machine.loadAverage.join(' / ')}. Written by \`npm run bench:webhooks\`.`,
     '',
-    targetTable(targets),
+    targetTable(webhookTargets(r)),
     '',
     r.fast ? `${fastSection(r.fast)}\n\n![fast receivers](bench/results/webhooks-fast.svg)\n` : '',
     r.scaleOut ? `${scaleSection(r.scaleOut)}\n\n![scale-out](bench/results/webhooks-scale-out.svg)\n` : '',
