@@ -14,7 +14,7 @@ import { type LoadResult, runLoad } from './lib/load.js';
 import {
   type Child,
   call,
-  ensureDatabase,
+  createDatabase,
   freePort,
   type Service,
   service,
@@ -22,7 +22,7 @@ import {
   startServe,
 } from './lib/proc.js';
 import * as r from './lib/report.js';
-import { deepCursor, readEndpoints } from './lib/scenario.js';
+import { readEndpoints } from './lib/scenario.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -76,7 +76,7 @@ interface ReadsResult {
 
 /** The data set the database holds, made again when missing or of another size. */
 async function ensureDataset(bookings: number, organizations: number): Promise<Dataset> {
-  await ensureDatabase(url);
+  await createDatabase(url, false);
   const db = openBenchDb(url);
   try {
     const found = await readDataset(db);
@@ -159,9 +159,8 @@ async function measure(dataset: Dataset): Promise<EndpointResult[]> {
       scopes: SCOPES,
       environment: 'live',
     });
-    const deep = await deepCursor(api.baseUrl, key, dataset.largestOrganization.bookings);
     const only = args.endpoints?.split(',');
-    const endpoints = (await readEndpoints(api.baseUrl, key, deep)).filter(
+    const endpoints = (await readEndpoints(api.baseUrl, key, dataset.largestOrganization.bookings)).filter(
       (e) => !only || only.includes(e.name),
     );
     const identity = await call<unknown>(`${api.baseUrl}/integrations/me`, 'GET', key);
@@ -288,7 +287,7 @@ async function main(): Promise<void> {
     'reads.svg',
     'Read API as a share of the minimal server (PostgreSQL)',
     result.endpoints.map((e) => ({
-      label: e.label.replace(/&cursor=.*/, ' (deep page)'),
+      label: e.label,
       value: e.ofMinimal * 100,
       text: r.pct(e.ofMinimal),
       ...(e.name === 'bookings_first_page'

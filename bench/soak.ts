@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { bookingBody } from '../test/support/feed.js';
-import { call, freePort, recreateDatabase, service, startServe, startWorker } from './lib/proc.js';
+import { call, createDatabase, freePort, service, startServe, startWorker } from './lib/proc.js';
 import { startReceiver } from './lib/receiver.js';
 import * as r from './lib/report.js';
 
@@ -83,7 +83,7 @@ function judge(samples: { rssMb: number | null; lagMs: number | null }[]) {
 async function main(): Promise<boolean> {
   if (!args['skip-build']) spawnSync('npm', ['run', 'build', '--silent'], { cwd: r.ROOT, stdio: 'inherit' });
   const url = args['database-url'];
-  await recreateDatabase(url);
+  await createDatabase(url, true);
   const receiver = await startReceiver(r.ROOT);
   const metricsPort = await freePort();
   const s = await service(

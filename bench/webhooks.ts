@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { type FastResult, fastScenario } from './lib/fast.js';
 import { type Bench, createTenant, engineWrite, Feed, type Tenant } from './lib/feed.js';
-import { recreateDatabase, service, startServe, stopAll } from './lib/proc.js';
+import { createDatabase, service, startServe, stopAll } from './lib/proc.js';
 import { startReceiver } from './lib/receiver.js';
 import * as r from './lib/report.js';
 import {
@@ -82,7 +82,7 @@ async function main(): Promise<void> {
     if (build.status !== 0) throw new Error('npm run build failed');
   }
   const url = args['database-url'];
-  await recreateDatabase(url);
+  await createDatabase(url, true);
   const receiver = await startReceiver(r.ROOT);
   const client = new pg.Client({ connectionString: url });
   const s = await service(r.ROOT, { kind: 'postgres', url });

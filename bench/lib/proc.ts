@@ -207,35 +207,22 @@ export async function call<T>(url: string, method: string, token: string, body?:
   return (text ? JSON.parse(text) : undefined) as T;
 }
 
-/** Runs `work` on the server's `postgres` database (the one named by `url` may not exist yet). */
-async function onServer<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+/**
+ * Creates the database named by `url` when it does not exist; with `fresh`, drops it first (every
+ * run of the webhook benchmark starts empty).
+ */
+export async function createDatabase(url: string, fresh: boolean): Promise<void> {
+  const name = decodeURIComponent(new URL(url).pathname.slice(1));
+  const quoted = `"${name.replaceAll('"', '""')}"`;
   const admin = new URL(url);
   admin.pathname = '/postgres';
   const client = new pg.Client({ connectionString: admin.toString() });
   await client.connect();
   try {
-    return await work(client);
+    if (fresh) await client.query(`DROP DATABASE IF EXISTS ${quoted} WITH (FORCE)`);
+    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (found.rowCount === 0) await client.query(`CREATE DATABASE ${quoted}`);
   } finally {
     await client.end();
   }
-}
-
-const dbName = (url: string) =>
-  `"${decodeURIComponent(new URL(url).pathname.slice(1)).replaceAll('"', '""')}"`;
-
-/** Drops and creates the database named by `url`: every run starts empty. */
-export function recreateDatabase(url: string): Promise<void> {
-  return onServer(url, async (client) => {
-    await client.query(`DROP DATABASE IF EXISTS ${dbName(url)} WITH (FORCE)`);
-    await client.query(`CREATE DATABASE ${dbName(url)}`);
-  });
-}
-
-/** Creates the database named by `url` when it does not exist. */
-export function ensureDatabase(url: string): Promise<void> {
-  const name = decodeURIComponent(new URL(url).pathname.slice(1));
-  return onServer(url, async (client) => {
-    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
-    if (found.rowCount === 0) await client.query(`CREATE DATABASE ${dbName(url)}`);
-  });
 }

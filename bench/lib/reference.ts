@@ -80,7 +80,8 @@ export function referenceWrite(pool: pg.Pool): Write {
   return async (tenant: Tenant, bookingId: string, reference: string): Promise<number> => {
     const event = referenceEvent(tenant.organizationId, bookingId, reference);
     const body = JSON.stringify(event);
-    const client = await pool.connect();
+    const client = await pool.connect().catch(() => null);
+    if (!client) return -1;
     try {
       await client.query('BEGIN');
       await client.query(insertEvent, [event.id, tenant.organizationId, bookingId, event.type, body]);
