@@ -3,7 +3,6 @@
 // The read API against the minimal server (bench/minimal.ts: the same SQL and views on bare
 // node:http and pg) on the same PostgreSQL data set, interleaved: every server loads every
 // endpoint once per round, the order turning each round, and the medians of the rounds count.
-import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -264,10 +263,7 @@ function render(x: ReadsResult): string {
 }
 
 async function main(): Promise<void> {
-  if (!args['skip-build']) {
-    const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: r.ROOT, stdio: 'inherit' });
-    if (build.status !== 0) throw new Error('npm run build failed');
-  }
+  r.build(args['skip-build']);
   const dataset = await ensureDataset(
     r.positive('bookings', args.bookings),
     r.positive('organizations', args.organizations),
@@ -300,7 +296,4 @@ async function main(): Promise<void> {
   await r.writeSection('## Reads: record', render(result));
 }
 
-main().catch((error) => {
-  console.error(error instanceof Error ? (error.stack ?? error.message) : error);
-  process.exitCode = 1;
-});
+r.runMain(main);

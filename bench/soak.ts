@@ -6,7 +6,6 @@
 // scrape: each sample is its interval's). Fails when, after the warm-up, a process's RSS grows over
 // 10% (median of the last three samples against the first three) or an interval's p99 passes
 // 100 ms in over 1% of the intervals (one hiccup of a shared machine is reported, not failed).
-import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
@@ -81,7 +80,7 @@ function judge(samples: { rssMb: number | null; lagMs: number | null }[]) {
 }
 
 async function main(): Promise<boolean> {
-  if (!args['skip-build']) spawnSync('npm', ['run', 'build', '--silent'], { cwd: r.ROOT, stdio: 'inherit' });
+  r.build(args['skip-build']);
   const url = args['database-url'];
   await createDatabase(url, true);
   const receiver = await startReceiver(r.ROOT);
@@ -239,12 +238,4 @@ async function main(): Promise<boolean> {
   return passed;
 }
 
-main().then(
-  (passed) => {
-    process.exitCode = passed ? 0 : 1;
-  },
-  (error) => {
-    console.error(error);
-    process.exitCode = 1;
-  },
-);
+r.runMain(main);

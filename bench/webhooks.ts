@@ -7,7 +7,6 @@
 // - scale-out (lib/scale.ts): a backlog to 200 webhooks in 50 organizations answering in 100 ms,
 //   drained by 1, 2 and 4 `svc worker` processes, with the CPU each delivery cost;
 // - rebalance (lib/scale.ts): during such a drain a worker starts, one is SIGKILLed and one SIGTERMed.
-import { spawnSync } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
@@ -77,10 +76,7 @@ export interface WebhookResult {
 }
 
 async function main(): Promise<void> {
-  if (!args['skip-build']) {
-    const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: r.ROOT, stdio: 'inherit' });
-    if (build.status !== 0) throw new Error('npm run build failed');
-  }
+  r.build(args['skip-build']);
   const url = args['database-url'];
   await createDatabase(url, true);
   const receiver = await startReceiver(r.ROOT);
@@ -176,7 +172,4 @@ async function report(run: WebhookResult): Promise<void> {
   await r.writeSection('## Webhook delivery: record', markdown);
 }
 
-main().catch((error) => {
-  console.error(error instanceof Error ? (error.stack ?? error.message) : error);
-  process.exitCode = 1;
-});
+r.runMain(main);

@@ -1,6 +1,7 @@
 // What every benchmark reports with: the machine, medians and percentiles, the newest result kept
 // in bench/results (older ones of the same benchmark deleted: history is in git), its section of
 // BENCHMARKS.md, and a bar chart drawn as SVG.
+import { spawnSync } from 'node:child_process';
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -14,6 +15,26 @@ export const log = (line: string) => process.stderr.write(`${line}\n`);
 export const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
 export const pct = (x: number | null | undefined) => (x == null ? '-' : `${round(x * 100)}%`);
 export const int = (n: number) => Math.round(n).toLocaleString('en');
+
+/** `npm run build` unless `skip`: every benchmark runs the service from dist, as operators do. */
+export function build(skip: boolean): void {
+  if (skip) return;
+  if (spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' }).status !== 0)
+    throw new Error('npm run build failed');
+}
+
+/** Runs a benchmark's main; a failure is printed and sets the exit code. */
+export function runMain(main: () => Promise<unknown>): void {
+  main().then(
+    (passed) => {
+      if (passed === false) process.exitCode = 1;
+    },
+    (error: unknown) => {
+      console.error(error instanceof Error ? (error.stack ?? error.message) : error);
+      process.exitCode = 1;
+    },
+  );
+}
 
 export function positive(name: string, raw: string | undefined): number {
   const n = Number(raw);
@@ -116,7 +137,7 @@ export async function barChart(file: string, title: string, bars: Bar[]): Promis
   const width = 380;
   const row = 26;
   const max = Math.max(1e-9, ...bars.flatMap((b) => [b.value, b.target ?? 0])) * 1.05;
-  const x = (v: number) => left + (v / max) * width;
+  const x = (v: number) => round(left + (v / max) * width);
   const rows = bars.map((b, i) => {
     const y = 34 + i * row;
     const tick = b.target

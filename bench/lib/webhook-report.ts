@@ -130,7 +130,9 @@ function scaleSection(x: NonNullable<WebhookResult['scaleOut']>): string {
     ),
     '',
     onPaper(x.runs.at(-1)?.cpu),
-  ].join('\n');
+  ]
+    .join('\n')
+    .trim();
 }
 
 /** What 16-core hosts would deliver if CPU per delivery stayed as measured (only CPU, on paper). */
@@ -158,15 +160,13 @@ export function renderWebhooks(r: WebhookResult): string {
   return [
     `PostgreSQL, ${r.machine.cpus} cores (${r.machine.cpuModel}), Node ${r.machine.node}; ` +
       `load average at the start ${r.machine.loadAverage.join(' / ')}. Written by \`npm run bench:webhooks\`.`,
-    '',
     targetTable(webhookTargets(r)),
-    '',
-    r.fast ? `${fastSection(r.fast)}\n\n![fast receivers](bench/results/webhooks-fast.svg)\n` : '',
-    r.scaleOut ? `${scaleSection(r.scaleOut)}\n\n![scale-out](bench/results/webhooks-scale-out.svg)\n` : '',
-    r.rebalance ? rebalanceSection(r.rebalance) : '',
+    r.fast && `${fastSection(r.fast)}\n\n![fast receivers](bench/results/webhooks-fast.svg)`,
+    r.scaleOut && `${scaleSection(r.scaleOut)}\n\n![scale-out](bench/results/webhooks-scale-out.svg)`,
+    r.rebalance && rebalanceSection(r.rebalance),
   ]
-    .filter((x) => x !== '')
-    .join('\n');
+    .filter(Boolean)
+    .join('\n\n');
 }
 
 export async function webhookCharts(r: WebhookResult): Promise<void> {
