@@ -133,7 +133,7 @@ const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
 
 /** Horizontal bars, one per row, scaled to the largest value or target; written to bench/results. */
 export async function barChart(file: string, title: string, bars: Bar[]): Promise<void> {
-  const left = 230;
+  const left = 260;
   const width = 380;
   const row = 26;
   const max = Math.max(1e-9, ...bars.flatMap((b) => [b.value, b.target ?? 0])) * 1.05;
@@ -145,7 +145,7 @@ export async function barChart(file: string, title: string, bars: Bar[]): Promis
       : '';
     return (
       `<text x="${left - 8}" y="${y + 12}" text-anchor="end">${esc(b.label)}</text>` +
-      `<rect x="${left}" y="${y}" width="${x(b.value) - left}" height="16" fill="#4a7ab5"/>${tick}` +
+      `<rect x="${left}" y="${y}" width="${round(x(b.value) - left)}" height="16" fill="#4a7ab5"/>${tick}` +
       `<text x="${x(b.value) + 6}" y="${y + 12}">${esc(b.text ?? int(b.value))}</text>`
     );
   });
