@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { bookingBody } from '../test/support/feed.js';
+import { createTenant } from './lib/feed.js';
 import { call, createDatabase, freePort, service, startServe, startWorker } from './lib/proc.js';
 import { startReceiver } from './lib/receiver.js';
 import * as r from './lib/report.js';
@@ -94,28 +95,12 @@ async function main(): Promise<boolean> {
   const worker = await startWorker(s);
   const op = <T>(path: string, body: unknown, method = 'POST') =>
     call<T>(`${s.operatorUrl}${path}`, method, s.operatorToken, body);
-  const org = await op<{ id: string }>('/organizations', {
-    code: String(700 + (process.pid % 200)),
-    name: 'Soak',
-    webhooks_enabled: true,
-    outbox_enabled: true,
-  });
-  const integration = await op<{ id: string }>(`/organizations/${org.id}/integrations`, {
-    name: 'ERP',
-    kind: 'erp',
-    scopes: SCOPES,
-  });
-  const { key } = await op<{ key: string }>(`/integrations/${integration.id}/keys`, {
-    name: 'k',
-    scopes: SCOPES,
-    environment: 'live',
-  });
-  for (let i = 0; i < o.webhooks; i++)
-    await call(`${s.baseUrl}/webhooks`, 'POST', key, { url: receiver.url(`/soak/${i}`), events: ['*'] });
+  const paths = Array.from({ length: o.webhooks }, (_, i) => `/soak/${i}`);
+  const { organizationId, key } = await createTenant(s, receiver, paths, SCOPES);
   // A pool of bookings the feed keeps changing, so the tables stay the size of a steady state.
   const bookings = Array.from({ length: 500 }, () => randomUUID());
   for (const id of bookings.slice(0, 100))
-    await op(`/organizations/${org.id}/bookings/${id}`, bookingBody(), 'PUT');
+    await op(`/organizations/${organizationId}/bookings/${id}`, bookingBody(), 'PUT');
 
   const started = Date.now();
   const warmEnd = started + o.warmupMinutes * 60_000;
@@ -146,7 +131,7 @@ async function main(): Promise<boolean> {
         const id = bookings[writes % bookings.length] as string;
         const body = bookingBody({ distance_km: 10 + (writes % 97) });
         fire(
-          () => op(`/organizations/${org.id}/bookings/${id}`, body, 'PUT').then(() => void changes++),
+          () => op(`/organizations/${organizationId}/bookings/${id}`, body, 'PUT').then(() => void changes++),
           feedMs,
         );
       }

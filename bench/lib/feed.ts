@@ -25,6 +25,8 @@ export interface Tenant {
   code: string;
   /** Receiver paths of its webhooks (every event goes to each). */
   paths: string[];
+  /** A key of its (first) integration. */
+  key: string;
 }
 
 const SCOPES = ['bookings:read', 'webhooks:read', 'webhooks:write', 'pricing:read', 'passengers:read'];
@@ -33,20 +35,25 @@ const WEBHOOKS_PER_INTEGRATION = 10;
 const STALL_MS = 30_000;
 
 /** An organization whose webhooks (every event) reach the receiver at `paths`. */
-export async function createTenant(s: Service, receiver: Receiver, paths: string[]): Promise<Tenant> {
+export async function createTenant(
+  s: Service,
+  receiver: Receiver,
+  paths: string[],
+  scopes = SCOPES,
+): Promise<Tenant> {
   const op = <T>(path: string, body: unknown) =>
     call<T>(`${s.operatorUrl}${path}`, 'POST', s.operatorToken, body);
   const code = String(10_000 + Math.floor(Math.random() * 89_999));
   const org = await op<{ id: string }>('/organizations', {
     code,
-    name: 'Webhook benchmark',
+    name: 'Benchmark',
     webhooks_enabled: true,
     outbox_enabled: true,
   });
-  for (let first = 0; first < paths.length; first += WEBHOOKS_PER_INTEGRATION) {
-    const scopes = SCOPES;
+  const keys: string[] = [];
+  for (let first = 0; first < Math.max(1, paths.length); first += WEBHOOKS_PER_INTEGRATION) {
     const integration = await op<{ id: string }>(`/organizations/${org.id}/integrations`, {
-      name: `Webhook benchmark ${first}`,
+      name: `Benchmark ${first}`,
       kind: 'erp',
       scopes,
     });
@@ -55,10 +62,11 @@ export async function createTenant(s: Service, receiver: Receiver, paths: string
       scopes,
       environment: 'live',
     });
+    keys.push(key);
     for (const path of paths.slice(first, first + WEBHOOKS_PER_INTEGRATION))
       await call(`${s.baseUrl}/webhooks`, 'POST', key, { url: receiver.url(path), events: ['*'] });
   }
-  return { organizationId: org.id, code, paths };
+  return { organizationId: org.id, code, paths, key: keys[0] as string };
 }
 
 /** One platform write: resolves to 201 once the event is committed, anything else when it failed. */
@@ -124,8 +132,9 @@ export class Feed {
   /** Deliveries the writes so far should cause (a failed write causes none, and is logged). */
   expected(): number {
     const sent = [...this.sent.values()];
-    const failed = sent.filter((s) => s.status !== 201).length;
-    if (failed > 0) log(`  ${failed} of ${sent.length} feed writes failed`);
+    const failed = sent.filter((s) => s.status !== 201).map((s) => s.status);
+    if (failed.length > 0)
+      log(`  ${failed.length} of ${sent.length} feed writes failed: ${[...new Set(failed)]}`);
     return sent.reduce((n, s) => n + (s.status === 201 ? s.tenant.paths.length : 0), 0);
   }
 
