@@ -198,16 +198,7 @@ async function main(): Promise<boolean> {
       `${o.webhooks} webhooks; load average at the start ${result.machine.loadAverage.join(' / ')}. **${passed ? 'Passed' : 'Failed'}.**`,
     '',
     r.table(
-      [
-        'Process',
-        'RSS after warm-up, MB',
-        'at the end, MB',
-        'growth',
-        'loop p99, median ms',
-        'worst ms',
-        'intervals over 100 ms',
-        '',
-      ],
+      'Process|RSS after warm-up, MB|at the end, MB|growth|loop p99, median ms|worst ms|intervals over 100 ms|',
       [j('svc serve', result.serve), j('svc worker', result.worker)],
     ),
     '',

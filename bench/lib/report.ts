@@ -86,12 +86,12 @@ export const targetTable = (targets: Target[]) =>
     ),
   ].join('\n');
 
-export const table = (head: string[], rows: (string | number)[][]) =>
-  [
-    `| ${head.join(' | ')} |`,
-    `|${head.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`,
-    ...rows.map((r) => `| ${r.join(' | ')} |`),
-  ].join('\n');
+/** A markdown table; `head` is the header row, cells separated by "|". */
+export function table(head: string, rows: (string | number)[][]): string {
+  const cells = head.split('|');
+  const rule = cells.map((_, i) => (i === 0 ? '---' : '---:')).join('|');
+  return [`| ${cells.join(' | ')} |`, `|${rule}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+}
 
 /** Writes bench/results/<name>-<date>.json and deletes the older results of the same name. */
 export async function saveNewest(name: string, result: { date: string }): Promise<string> {

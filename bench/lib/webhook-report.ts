@@ -78,15 +78,7 @@ function fastSection(f: NonNullable<WebhookResult['fast']>): string {
       `${s.rounds} round(s), medians.`,
     '',
     table(
-      [
-        'Configuration',
-        'drain deliveries/s',
-        'of reference',
-        'p99 commit to arrival, ms',
-        'feed write p99, ms',
-        'CPU µs/delivery (Node / PostgreSQL)',
-        'machine busy',
-      ],
+      'Configuration|drain deliveries/s|of reference|p99 commit to arrival, ms|feed write p99, ms|CPU µs/delivery (Node / PostgreSQL)|machine busy',
       f.configurations.map((c) => [
         c.label,
         int(c.drainPerSecond),
@@ -109,15 +101,7 @@ function scaleSection(x: NonNullable<WebhookResult['scaleOut']>): string {
       "`svc worker`, serve's worker off. Rate from every worker ready to the last arrival.",
     '',
     table(
-      [
-        'svc worker processes',
-        'deliveries/s',
-        'of one worker',
-        'in-flight bound, /s',
-        'CPU µs/delivery (Node / PostgreSQL)',
-        'machine busy',
-        'missing',
-      ],
+      'svc worker processes|deliveries/s|of one worker|in-flight bound, /s|CPU µs/delivery (Node / PostgreSQL)|machine busy|missing',
       x.runs.map((r) => [
         r.workers,
         int(r.perSecond),
