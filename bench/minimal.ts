@@ -4,27 +4,24 @@
 // findBooking, cataloguePageSql) and views (bookingView, customerView), then JSON.stringify; for one
 // fixed organization and integration with every read scope. No framework, no authentication, no
 // rate limits, no validation, and cursors neither signed nor checked (the payload of the API's
-// cursor is read as is). On PGlite it opens the data directory with the project's Db. The API over
-// this server is the price of everything the contract asks on top of the database work and the
-// serialization, and of how the service does that work.
+// cursor is read as is). The API over this server is the price of everything the contract asks on
+// top of the database work and the serialization, and of how the service does that work.
 //
 //   node --import tsx bench/minimal.ts <config.json> <port>
-//   config: { databaseUrl | dataDir, organizationId, integrationId, identity (body of /integrations/me) }
+//   config: { databaseUrl, organizationId, integrationId, identity (body of /integrations/me) }
 import { readFileSync } from 'node:fs';
 import { createServer, type ServerResponse } from 'node:http';
-import { join } from 'node:path';
 import pg from 'pg';
 import { findBooking, listBookings } from '../src/api/bookings/queries.js';
 import { CUSTOMERS, listCatalogue } from '../src/api/catalogue/queries.js';
 import { customerView } from '../src/api/catalogue/routes.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../src/api/pagination.js';
-import { createPgliteDb, type Queryable } from '../src/db/db.js';
+import type { Queryable } from '../src/db/db.js';
 import { bookingView } from '../src/domain/booking-view.js';
 import type { Position } from '../src/http/cursor.js';
 
 export interface MinimalConfig {
-  databaseUrl?: string;
-  dataDir?: string;
+  databaseUrl: string;
   organizationId: string;
   integrationId: string;
   /** Answered as is (re-serialized) to GET /integrations/me. */
@@ -98,9 +95,7 @@ async function main(): Promise<void> {
   const [file, portText] = process.argv.slice(2);
   if (!file || !portText) throw new Error('usage: minimal.ts <config.json> <port>');
   const config = JSON.parse(readFileSync(file, 'utf8')) as MinimalConfig;
-  const db = config.databaseUrl
-    ? plainPg(config.databaseUrl)
-    : await createPgliteDb(join(config.dataDir as string, 'pglite'));
+  const db = plainPg(config.databaseUrl);
   const org = config.organizationId;
   const reader = { organizationId: org, integrationId: config.integrationId };
 

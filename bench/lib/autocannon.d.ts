@@ -5,22 +5,7 @@ declare module 'autocannon' {
     connections?: number;
     duration?: number;
     headers?: Record<string, string>;
-    method?: string;
     timeout?: number;
-    pipelining?: number;
-  }
-
-  interface Histogram {
-    average: number;
-    mean: number;
-    stddev: number;
-    min: number;
-    max: number;
-    total: number;
-    p50: number;
-    p90: number;
-    p97_5: number;
-    p99: number;
   }
 
   interface Result {
@@ -28,10 +13,8 @@ declare module 'autocannon' {
     errors: number;
     timeouts: number;
     non2xx: number;
-    statusCodeStats: Record<string, { count: number }>;
-    latency: Histogram;
-    requests: Histogram & { sent: number };
-    throughput: Histogram;
+    latency: { p99: number };
+    requests: { total: number };
   }
 
   function autocannon(options: Options): Promise<Result>;

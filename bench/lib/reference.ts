@@ -6,7 +6,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { runMigrations } from 'graphile-worker';
 import pg from 'pg';
 import { bookingBody } from '../../test/support/feed.js';
-import { type Child, profileArgs, startChild } from './child.js';
+import type { Tenant, Write } from './feed.js';
+import { type Child, startChild } from './proc.js';
 
 /** graphile-worker's own schema, and the schema of the reference's event rows. */
 export const REFERENCE_SCHEMA = 'bench_graphile_worker';
@@ -67,23 +68,24 @@ export function referenceEvent(organizationId: string, bookingId: string, refere
 }
 
 /**
- * One platform write: the event's row and one job per webhook, in one transaction. Resolves 201 when
- * it committed, -1 when it failed.
+ * One platform write: the event's row and one job per webhook of the tenant, in one transaction.
+ * Resolves 201 when it committed, -1 when it failed.
  */
-export function referenceWriter(pool: pg.Pool, organizationId: string, webhooks: number) {
+export function referenceWrite(pool: pg.Pool): Write {
   const insertEvent = `INSERT INTO ${EVENTS_SCHEMA}.events (id, organization_id, resource_id, type, body) VALUES ($1, $2, $3, $4, $5)`;
   const addJobs =
     `SELECT count(*) FROM ${REFERENCE_SCHEMA}.add_jobs(ARRAY(` +
     `SELECT ROW('deliver', json_build_object('webhook', w, 'event', $1::json), NULL, NULL, NULL, NULL, NULL, NULL)::${REFERENCE_SCHEMA}.job_spec ` +
     'FROM generate_series(0, $2::int - 1) AS w))';
-  return async (bookingId: string, reference: string): Promise<number> => {
-    const event = referenceEvent(organizationId, bookingId, reference);
+  return async (tenant: Tenant, bookingId: string, reference: string): Promise<number> => {
+    const event = referenceEvent(tenant.organizationId, bookingId, reference);
     const body = JSON.stringify(event);
-    const client = await pool.connect();
+    const client = await pool.connect().catch(() => null);
+    if (!client) return -1;
     try {
       await client.query('BEGIN');
-      await client.query(insertEvent, [event.id, organizationId, bookingId, event.type, body]);
-      await client.query(addJobs, [body, webhooks]);
+      await client.query(insertEvent, [event.id, tenant.organizationId, bookingId, event.type, body]);
+      await client.query(addJobs, [body, tenant.paths.length]);
       await client.query('COMMIT');
       return 201;
     } catch {
@@ -102,14 +104,12 @@ export interface ReferenceWorkerOptions {
   localQueue: number;
   timeoutMs: number;
   caFile: string;
-  /** Where to write a CPU profile of the process (--profile), if anywhere. */
-  profileDir?: string | undefined;
 }
 
 /** The reference's worker process, ready once graphile-worker runs. */
-export async function startReferenceWorker(root: string, o: ReferenceWorkerOptions): Promise<Child> {
-  const child = await startChild({
-    args: [...profileArgs(o.profileDir), '--import', 'tsx', 'bench/webhook-reference.ts'],
+export function startReferenceWorker(root: string, o: ReferenceWorkerOptions): Promise<Child> {
+  return startChild({
+    args: ['--import', 'tsx', 'bench/webhook-reference.ts'],
     cwd: root,
     env: {
       PATH: process.env.PATH,
@@ -122,15 +122,6 @@ export async function startReferenceWorker(root: string, o: ReferenceWorkerOptio
       REF_CA_FILE: o.caFile,
       REF_WEBHOOKS: JSON.stringify(o.webhooks),
     },
-    ready: async () => true,
+    ready: (output) => output.includes('reference worker started'),
   });
-  const deadline = Date.now() + 60_000;
-  while (!child.output().includes('reference worker started')) {
-    if (Date.now() > deadline || (await child.rssMb()) === null) {
-      await child.stop();
-      throw new Error(`the reference worker did not start:\n${child.output()}`);
-    }
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return child;
 }

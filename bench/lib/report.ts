@@ -1,40 +1,72 @@
-// Results: the JSON kept in bench/results, the targets, and BENCHMARKS.md made from the latest
-// result of each database.
-import { readdir, readFile, writeFile } from 'node:fs/promises';
-import { cpus, release, totalmem } from 'node:os';
-import { join } from 'node:path';
-import type { Dataset } from '../generate.js';
-import type { LoadResult } from './load.js';
-import type { DeepCursor } from './scenario.js';
+// What every benchmark reports with: the machine, medians and percentiles, the newest result kept
+// in bench/results (older ones of the same benchmark deleted: history is in git), its section of
+// BENCHMARKS.md, and a bar chart drawn as SVG.
+import { spawnSync } from 'node:child_process';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { cpus, loadavg, release, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { withMarkdownSection } from './sections.js';
 
-export type DatabaseKind = 'postgres' | 'pglite';
+export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+export const RESULTS = join(ROOT, 'bench', 'results');
 
-/**
- * One server on one endpoint over the rounds: the median round, every round's rate, and the median
- * CPU time the server's process spent per request (user + system, from /proc): unlike the rate, it
- * hardly moves when other work shares the machine.
- */
-export type Summary = LoadResult & { rounds?: number[]; cpuUsPerRequest?: number | null };
+export const log = (line: string) => process.stderr.write(`${line}\n`);
+export const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
+export const pct = (x: number | null | undefined) => (x == null ? '-' : `${round(x * 100)}%`);
+export const int = (n: number) => Math.round(n).toLocaleString('en');
 
-export interface EndpointResult {
-  name: string;
-  label: string;
-  responseBytes: number;
-  api: Summary & { peakRssMb: number | null };
-  ceiling: Summary;
-  /** The minimal server (bench/minimal.ts); absent from results older than it. */
-  minimal?: Summary | null;
-  /** The API of another build, when the run was given --baseline. */
-  baseline?: Summary | null;
-  /** API req/s over ceiling req/s. */
-  fractionOfCeiling: number;
-  /** API req/s over minimal server req/s. */
-  fractionOfMinimal?: number | null;
-  /** Minimal server CPU per request over the API's: the share of the minimal server's rate when CPU-bound. */
-  cpuShareOfMinimal?: number | null;
-  fractionOfBaseline?: number | null;
-  /** p99 with requests sent at half the API's maximum rate (open model), API and minimal server. */
-  halfLoad?: { rate: number; api: number; minimal: number | null } | null;
+/** `npm run build` unless `skip`: every benchmark runs the service from dist, as operators do. */
+export function build(skip: boolean): void {
+  if (skip) return;
+  if (spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' }).status !== 0)
+    throw new Error('npm run build failed');
+}
+
+/** Runs a benchmark's main; a failure is printed and sets the exit code. */
+export function runMain(main: () => Promise<unknown>): void {
+  main().then(
+    (passed) => {
+      if (passed === false) process.exitCode = 1;
+    },
+    (error: unknown) => {
+      console.error(error instanceof Error ? (error.stack ?? error.message) : error);
+      process.exitCode = 1;
+    },
+  );
+}
+
+export function positive(name: string, raw: string | undefined): number {
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number`);
+  return n;
+}
+
+export function machine() {
+  const all = cpus();
+  return {
+    cpus: all.length,
+    cpuModel: all[0]?.model.trim() ?? 'unknown',
+    memoryGb: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    kernel: release(),
+    loadAverage: loadavg().map((x) => round(x, 2)),
+  };
+}
+
+/** The middle value, or the mean of the middle two. */
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  if (s.length === 0) return 0;
+  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+}
+
+/** Nearest-rank percentile of unsorted samples. */
+export function percentile(xs: readonly number[], share: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  if (s.length === 0) return 0;
+  return s[Math.min(s.length, Math.max(1, Math.ceil(share * s.length))) - 1] as number;
 }
 
 export interface Target {
@@ -44,221 +76,87 @@ export interface Target {
   met: boolean | null;
 }
 
-export interface RunResult {
-  database: DatabaseKind;
-  date: string;
-  machine: { cpus: number; cpuModel: string; memoryGb: number; node: string; kernel: string };
-  options: {
-    connections: number;
-    duration: number;
-    warmup: number;
-    rounds?: number;
-    baseline?: string | null;
-  };
-  dataset: Dataset;
-  readApi: boolean;
-  deepCursor: Omit<DeepCursor, 'cursor'> | null;
-  api: { startupRssMb: number | null; peakRssMb: number | null };
-  endpoints: EndpointResult[];
-  /** Deep page req/s over first page req/s. */
-  deepVsFirst: number | null;
-  targets: Target[];
-}
-
-export function machine(): RunResult['machine'] {
-  const all = cpus();
-  return {
-    cpus: all.length,
-    cpuModel: all[0]?.model.trim() ?? 'unknown',
-    memoryGb: Math.round(totalmem() / 2 ** 30),
-    node: process.version,
-    kernel: release(),
-  };
-}
-
-const pct = (x: number) => `${Math.round(x * 1000) / 10}%`;
-const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 1000) / 1000 : 0);
-
-export function fraction(api: LoadResult, ceiling: LoadResult): number {
-  return ratio(api.requestsPerSecond, ceiling.requestsPerSecond);
-}
-
-export function deepVsFirst(endpoints: EndpointResult[]): number | null {
-  const first = endpoints.find((e) => e.name === 'bookings_first_page');
-  const deep = endpoints.find((e) => e.name === 'bookings_deep_page');
-  return first && deep ? ratio(deep.api.requestsPerSecond, first.api.requestsPerSecond) : null;
-}
-
-/** The goals set for the read API (on PostgreSQL); null where the run did not measure it. */
-export function evaluateTargets(r: Omit<RunResult, 'targets'>): Target[] {
-  const byName = (name: string) => r.endpoints.find((e) => e.name === name);
-  const ofMinimal = (name: string, goal: number, label: string): Target => {
-    const share = byName(name)?.fractionOfMinimal;
-    const cpu = byName(name)?.cpuShareOfMinimal;
-    return {
-      name: label,
-      goal: `>= ${pct(goal)} of the minimal server`,
-      value: share == null ? 'not measured' : `${pct(share)}${cpu == null ? '' : ` (by CPU: ${pct(cpu)})`}`,
-      met: share == null ? null : share >= goal,
-    };
-  };
-  const identity = byName('identity');
-  const reads = r.endpoints.filter((e) => e.name !== 'identity' && e.halfLoad);
-  const worst = reads.length > 0 ? Math.max(...reads.map((e) => e.halfLoad?.api ?? 0)) : null;
-  return [
-    ofMinimal('bookings_first_page', 1, 'GET /bookings?limit=25'),
-    ofMinimal('bookings_deep_page', 1, 'GET /bookings?limit=25, deep page'),
-    ofMinimal('booking_by_id', 0.9, 'GET /bookings/{id}'),
-    {
-      name: 'GET /integrations/me',
-      goal: '>= 95% of the baseline build (unchanged within noise)',
-      value: identity?.fractionOfBaseline == null ? 'not measured' : pct(identity.fractionOfBaseline),
-      met: identity?.fractionOfBaseline == null ? null : identity.fractionOfBaseline >= 0.95,
-    },
-    {
-      name: 'Deep page against the first page',
-      goal: '>= 95%',
-      value: r.deepVsFirst === null ? 'not measured' : pct(r.deepVsFirst),
-      met: r.deepVsFirst === null ? null : r.deepVsFirst >= 0.95,
-    },
-    {
-      name: 'p99 at half the maximum rate (worst read endpoint)',
-      goal: '<= 50 ms',
-      value: worst === null ? 'not measured' : `${worst} ms`,
-      met: worst === null ? null : worst <= 50,
-    },
-    {
-      name: 'API peak RSS',
-      goal: '<= 250 MB',
-      value: r.api.peakRssMb === null ? 'not measured' : `${r.api.peakRssMb} MB`,
-      met: r.api.peakRssMb === null ? null : r.api.peakRssMb <= 250,
-    },
-  ];
-}
-
-export async function saveResult(dir: string, result: RunResult): Promise<string> {
-  const file = join(dir, `${result.database}-${result.date.slice(0, 10)}.json`);
-  await writeFile(file, `${JSON.stringify(result, null, 2)}\n`);
-  return file;
-}
-
-/** The newest result of each database in `dir`. */
-export async function latestResults(dir: string): Promise<RunResult[]> {
-  const files = (await readdir(dir).catch(() => [] as string[])).filter((f) => f.endsWith('.json'));
-  const latest = new Map<string, RunResult>();
-  for (const file of files) {
-    const r = JSON.parse(await readFile(join(dir, file), 'utf8')) as RunResult;
-    const seen = latest.get(r.database);
-    if (!seen || seen.date < r.date) latest.set(r.database, r);
-  }
-  return ['postgres', 'pglite'].flatMap((d) => latest.get(d) ?? []);
-}
-
-const NAMES: Record<DatabaseKind, string> = { postgres: 'PostgreSQL', pglite: 'Embedded (PGlite)' };
-const mark = (met: boolean | null) => (met === null ? 'not measured' : met ? 'met' : 'MISSED');
-const int = (n: number) => n.toLocaleString('en');
-
-const share = (x: number | null | undefined) => (x == null ? '-' : pct(x));
-const rate = (x: Summary | null | undefined) => (x ? int(x.requestsPerSecond) : '-');
-
-export function endpointTable(r: RunResult): string {
-  const baseline = r.endpoints.some((e) => e.baseline);
-  const rows = r.endpoints.map((e) =>
-    [
-      e.label,
-      rate(e.api),
-      ...(baseline ? [rate(e.baseline), share(e.fractionOfBaseline)] : []),
-      rate(e.minimal),
-      share(e.fractionOfMinimal),
-      `${e.api.cpuUsPerRequest ?? '-'} / ${e.minimal?.cpuUsPerRequest ?? '-'}`,
-      share(e.cpuShareOfMinimal),
-      rate(e.ceiling),
-      share(e.fractionOfCeiling),
-      `${e.api.latencyMs.p99} / ${e.minimal?.latencyMs.p99 ?? '-'}`,
-      e.halfLoad ? int(e.halfLoad.rate) : '-',
-      e.halfLoad ? `${e.halfLoad.api} / ${e.halfLoad.minimal ?? '-'}` : '-',
-      int(e.responseBytes),
-      e.api.failures + (e.minimal?.failures ?? 0),
-    ].join(' | '),
-  );
-  return [
-    `| Endpoint | API req/s | ${baseline ? 'baseline req/s | API of baseline | ' : ''}minimal req/s | ` +
-      'API of minimal | CPU µs/request (API / minimal) | API of minimal by CPU | ceiling req/s | API of ceiling | p99 ms at 64 conn. (API / minimal) | ' +
-      'half load req/s | p99 ms at half load (API / minimal) | body bytes | failures |',
-    `|---|---:|${baseline ? '---:|---:|' : ''}---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|`,
-    ...rows.map((row) => `| ${row} |`),
-  ].join('\n');
-}
-
-export function targetTable(r: RunResult): string {
-  return [
+export const targetTable = (targets: Target[]) =>
+  [
     '| Target | Goal | Measured | |',
     '|---|---|---|---|',
-    ...r.targets.map((t) => `| ${t.name} | ${t.goal} | ${t.value} | ${mark(t.met)} |`),
+    ...targets.map(
+      (t) =>
+        `| ${t.name} | ${t.goal} | ${t.value} | ${t.met === null ? 'not measured' : t.met ? 'met' : 'MISSED'} |`,
+    ),
   ].join('\n');
+
+/** A markdown table; `head` is the header row, cells separated by "|". */
+export function table(head: string, rows: (string | number)[][]): string {
+  const cells = head.split('|');
+  const rule = cells.map((_, i) => (i === 0 ? '---' : '---:')).join('|');
+  return [`| ${cells.join(' | ')} |`, `|${rule}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
 }
 
-function section(r: RunResult): string {
-  const d = r.dataset;
-  const deep = r.deepCursor
-    ? `Deep cursor: ${int(d.largestOrganization.bookings)} bookings in the organization, cursor after ` +
-      `${int(r.deepCursor.rows)} rows (${int(r.deepCursor.pages)} pages of 25), reached in ${r.deepCursor.requests} ` +
-      `requests of 100 in ${r.deepCursor.seconds} s.`
-    : 'The read API did not answer: only GET /integrations/me was loaded.';
-  const goals =
-    r.database === 'postgres'
-      ? 'Targets (set for PostgreSQL):'
-      : 'The targets are set for PostgreSQL; shown here for comparison only:';
-  return [
-    `## ${NAMES[r.database]}`,
-    '',
-    `Run ${r.date.slice(0, 16).replace('T', ' ')} UTC on ${r.machine.cpus} cores (${r.machine.cpuModel}), ` +
-      `${r.machine.memoryGb} GB, Node ${r.machine.node}, Linux ${r.machine.kernel}. ` +
-      `${r.options.connections} connections; ${r.options.rounds ?? 1} round(s) of ${r.options.warmup} s warm-up ` +
-      `then ${r.options.duration} s per endpoint and server, medians of the rounds` +
-      `${r.options.baseline ? `; baseline: the API built from \`${r.options.baseline}\`` : ''}.`,
-    '',
-    `Data set: ${int(d.bookings)} bookings over ${int(d.organizations)} organizations ` +
-      `(largest: ${int(d.largestOrganization.bookings)}), ${int(d.catalogue.customers)} customers, ` +
-      `${int(d.catalogue.drivers)} drivers, ${int(d.catalogue.vehicles)} vehicles; generated in ${d.seconds.total} s. ` +
-      deep,
-    '',
-    endpointTable(r),
-    '',
-    `API RSS after start: ${r.api.startupRssMb ?? '-'} MB, peak over the run: ${r.api.peakRssMb ?? '-'} MB.`,
-    '',
-    goals,
-    '',
-    targetTable(r),
-    '',
-  ].join('\n');
+/** Writes bench/results/<name>-<date>.json and deletes the older results of the same name. */
+export async function saveNewest(name: string, result: { date: string }): Promise<string> {
+  const file = `${name}-${result.date.slice(0, 10)}.json`;
+  for (const old of await readdir(RESULTS).catch(() => [] as string[])) {
+    if (old !== file && old.startsWith(`${name}-`) && /^\d{4}-/.test(old.slice(name.length + 1)))
+      await rm(join(RESULTS, old));
+  }
+  await writeFile(join(RESULTS, file), `${JSON.stringify(result, null, 1)}\n`);
+  return join('bench', 'results', file);
 }
 
-export function renderBenchmarks(results: RunResult[]): string {
-  return [
-    '# Benchmarks',
-    '',
-    'Throughput and latency of the read API, measured by `npm run bench` (see bench/README.md for what',
-    'it does and how to run it). This file is regenerated by every run from the newest result of each',
-    'database in bench/results/, followed by bench/analysis.md; edit that file, not this one.',
-    '',
-    'Method: the API runs as `node bin/svc.js serve` in a child process; autocannon, in the runner process',
-    'on the same machine, keeps 64 connections busy with one request each. Two references are loaded in',
-    'the same run, in rounds that alternate with the API (medians of the rounds are shown):',
-    '- the **minimal server** (bench/minimal.ts): bare node:http and pg with named statements running the',
-    "  project's own SQL and booking view for one fixed organization, then JSON.stringify; no framework,",
-    '  authentication, limits, validation or cursor signing. "API of minimal" is what the API keeps of it;',
-    '- the **ceiling** (bench/ceiling.ts): a bare node:http server answering with the exact bytes the API',
-    '  answered, doing no other work: the most any Node.js server could deliver here.',
-    "Latency is also measured at half the API's maximum rate, requests sent at a fixed rate (open model,",
-    'one due every 1/rate s, latency from when it was due: bench/lib/load.ts):',
-    'at saturation latency is only the queue. Load generator, servers and database share the same cores,',
-    'so absolute numbers depend on the machine; the ratios travel better. The key is one of the largest',
-    'organization with every read scope (prices and passenger data included); rate limits are lifted',
-    '(100,000,000 per window, one-second window) so the limiter works on every request without refusing one.',
-    '',
-    ...(results.length > 0
-      ? results.map(section)
-      : ['No results yet: run `npm run bench` on a quiet machine to fill this file.', '']),
+export async function readNewest<T>(name: string): Promise<T | null> {
+  const files = (await readdir(RESULTS).catch(() => [] as string[]))
+    .filter((f) => f.startsWith(`${name}-`) && /^\d{4}-/.test(f.slice(name.length + 1)))
+    .sort();
+  const last = files.at(-1);
+  return last ? (JSON.parse(await readFile(join(RESULTS, last), 'utf8')) as T) : null;
+}
+
+/** Replaces the section under `heading` in BENCHMARKS.md. */
+export async function writeSection(heading: string, section: string): Promise<void> {
+  const file = join(ROOT, 'BENCHMARKS.md');
+  const current = await readFile(file, 'utf8').catch(() => '# Benchmarks\n');
+  await writeFile(file, withMarkdownSection(current, heading, `${heading}\n\n${section.trim()}\n`));
+  log(`updated "${heading}" in BENCHMARKS.md`);
+}
+
+export interface Bar {
+  label: string;
+  value: number;
+  /** Shown after the bar (the value by default). */
+  text?: string;
+  /** A goal drawn as a tick across the bar. */
+  target?: number;
+}
+
+const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+
+/** Horizontal bars, one per row, scaled to the largest value or target; written to bench/results. */
+export async function barChart(file: string, title: string, bars: Bar[]): Promise<void> {
+  const left = 260;
+  const width = 380;
+  const row = 26;
+  const max = Math.max(1e-9, ...bars.flatMap((b) => [b.value, b.target ?? 0])) * 1.05;
+  const x = (v: number) => round(left + (v / max) * width);
+  const rows = bars.map((b, i) => {
+    const y = 34 + i * row;
+    const tick = b.target
+      ? `<line x1="${x(b.target)}" x2="${x(b.target)}" y1="${y - 3}" y2="${y + 19}" stroke="#c0392b" stroke-width="2"/>`
+      : '';
+    return (
+      `<text x="${left - 8}" y="${y + 12}" text-anchor="end">${esc(b.label)}</text>` +
+      `<rect x="${left}" y="${y}" width="${round(x(b.value) - left)}" height="16" fill="#4a7ab5"/>${tick}` +
+      `<text x="${x(b.value) + 6}" y="${y + 12}">${esc(b.text ?? int(b.value))}</text>`
+    );
+  });
+  const height = 44 + bars.length * row;
+  const svg = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${left + width + 130}" height="${height}" font-family="sans-serif" font-size="12">`,
+    `<rect width="100%" height="100%" fill="#fff"/>`,
+    `<text x="10" y="18" font-weight="bold">${esc(title)}</text>`,
+    ...rows,
+    bars.some((b) => b.target) ? `<text x="${left}" y="${height - 6}" fill="#c0392b">| target</text>` : '',
+    '</svg>',
   ].join('\n');
+  await writeFile(join(RESULTS, file), `${svg}\n`);
 }

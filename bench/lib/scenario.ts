@@ -1,109 +1,48 @@
-// What is loaded: the endpoints, and the inputs they need (a booking id, a cursor deep in the list)
-// obtained through the API itself, since cursors are signed and cannot be made up.
-import type { Capture } from '../ceiling.js';
+// The endpoints the read benchmark loads, and their inputs (a cursor deep in the list, a booking id
+// from that page) obtained through the API itself: cursors are signed and cannot be made up.
+import { call } from './proc.js';
 
 export interface Endpoint {
   name: string;
   /** Path and query below the API base URL. */
   path: string;
-  /** Path as reported (a cursor is shortened). */
   label: string;
 }
 
-export interface DeepCursor {
-  cursor: string;
-  /** Rows before the page the cursor opens. */
-  rows: number;
-  /** Pages of 25 before it. */
-  pages: number;
-  requests: number;
-  seconds: number;
-}
-
-export const PAGE = 25;
-export const DEEP_PAGES = 2000;
+const PAGE = 25;
+const DEEP_PAGES = 2000;
 const WALK_LIMIT = 100;
 
-interface ListPage {
-  data: { id: string }[];
-  next_cursor: string | null;
-}
-
-export async function getJson<T>(url: string, key: string): Promise<{ status: number; body: T }> {
-  const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
-  const text = await res.text();
-  return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
-}
-
-/** True once the read API answers (the list of bookings is served). */
-export async function readApiAvailable(baseUrl: string, key: string): Promise<boolean> {
-  return (await getJson(`${baseUrl}/bookings?limit=1`, key)).status === 200;
-}
+type ListPage = { data: { id: string }[]; next_cursor: string | null };
 
 /**
- * Walks the bookings list 100 rows at a time until `DEEP_PAGES` pages of 25 lie behind, or as deep
- * as the organization's list allows while still leaving a full page after the cursor.
+ * Walks the bookings list 100 rows at a time until 2,000 pages of 25 lie behind, or as deep as the
+ * organization's list allows while leaving a full page after the cursor.
  */
-export async function deepCursor(baseUrl: string, key: string, listLength: number): Promise<DeepCursor> {
+export async function readEndpoints(baseUrl: string, key: string, listLength: number): Promise<Endpoint[]> {
   const target = Math.min(DEEP_PAGES * PAGE, Math.floor((listLength - PAGE) / WALK_LIMIT) * WALK_LIMIT);
-  const started = performance.now();
-  let cursor: string | null = null;
+  let cursor = '';
   let rows = 0;
-  let requests = 0;
   while (rows < target) {
-    const query: string = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
-    const page = await getJson<ListPage>(`${baseUrl}/bookings?limit=${WALK_LIMIT}${query}`, key);
-    requests += 1;
-    if (page.status !== 200) throw new Error(`walking the bookings list: ${page.status}`);
-    if (!page.body.next_cursor) break;
-    rows += page.body.data.length;
-    cursor = page.body.next_cursor;
+    const after = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
+    const page = await call<ListPage>(`${baseUrl}/bookings?limit=${WALK_LIMIT}${after}`, 'GET', key);
+    if (!page.next_cursor) break;
+    rows += page.data.length;
+    cursor = page.next_cursor;
   }
   if (!cursor) throw new Error('the bookings list is too short for a deep page');
-  return {
-    cursor,
-    rows,
-    pages: rows / PAGE,
-    requests,
-    seconds: Math.round((performance.now() - started) / 100) / 10,
-  };
-}
-
-/** The loaded endpoints: a booking from the deep page is the one read by id. */
-export async function readEndpoints(baseUrl: string, key: string, deep: DeepCursor): Promise<Endpoint[]> {
-  const cursor = encodeURIComponent(deep.cursor);
-  const page = await getJson<ListPage>(`${baseUrl}/bookings?limit=${PAGE}&cursor=${cursor}`, key);
-  const id = page.body.data[0]?.id;
+  const deep = `/bookings?limit=${PAGE}&cursor=${encodeURIComponent(cursor)}`;
+  const id = (await call<ListPage>(`${baseUrl}${deep}`, 'GET', key)).data[0]?.id;
   if (!id) throw new Error('the deep page is empty');
   return [
     { name: 'identity', path: '/integrations/me', label: 'GET /integrations/me' },
     { name: 'bookings_first_page', path: `/bookings?limit=${PAGE}`, label: `GET /bookings?limit=${PAGE}` },
     {
       name: 'bookings_deep_page',
-      path: `/bookings?limit=${PAGE}&cursor=${cursor}`,
-      label: `GET /bookings?limit=${PAGE}&cursor=(${deep.pages} pages deep)`,
+      path: deep,
+      label: `GET /bookings?limit=${PAGE}, ${rows / PAGE} pages deep`,
     },
     { name: 'booking_by_id', path: `/bookings/${id}`, label: 'GET /bookings/{id}' },
     { name: 'customers_first_page', path: '/customers', label: 'GET /customers' },
   ];
-}
-
-/** Until the read API exists the harness loads the one endpoint that does. */
-export function fallbackEndpoints(): Endpoint[] {
-  return [{ name: 'identity', path: '/integrations/me', label: 'GET /integrations/me' }];
-}
-
-/** One real answer, byte for byte, for the ceiling server to repeat. */
-export async function capture(url: string, key: string): Promise<Capture> {
-  // autocannon asks for no compression; neither may the capture.
-  const res = await fetch(url, {
-    headers: { authorization: `Bearer ${key}`, 'accept-encoding': 'identity' },
-  });
-  const body = Buffer.from(await res.arrayBuffer());
-  if (res.status !== 200) throw new Error(`${url}: ${res.status} ${body.toString('utf8').slice(0, 300)}`);
-  const headers: Record<string, string> = {};
-  res.headers.forEach((value, name) => {
-    headers[name] = value;
-  });
-  return { status: res.status, headers, body: body.toString('base64') };
 }

@@ -1,102 +1,25 @@
 // Word lists the generator draws from. Passed to SQL as array parameters and indexed by a hash of
-// the row number, so every value stays deterministic.
+// the row number, so every value stays deterministic. Lists are split from strings: one line each.
 
-export const FIRST_NAMES = [
-  'Ana',
-  'Lucía',
-  'María',
-  'Carmen',
-  'Laura',
-  'Elena',
-  'Sofía',
-  'Paula',
-  'Marta',
-  'Isabel',
-  'Antonio',
-  'José',
-  'Manuel',
-  'Francisco',
-  'David',
-  'Javier',
-  'Daniel',
-  'Carlos',
-  'Miguel',
-  'Pablo',
-  'Emma',
-  'Oliver',
-  'Hannah',
-  'Lukas',
-  'Chloé',
-  'Louis',
-  'Giulia',
-  'Marco',
-  'Sven',
-  'Ingrid',
-];
+export const FIRST_NAMES =
+  'Ana Lucía María Carmen Laura Elena Sofía Paula Marta Isabel Antonio José Manuel Francisco David Javier Daniel Carlos Miguel Pablo Emma Oliver Hannah Lukas Chloé Louis Giulia Marco Sven Ingrid'.split(
+    ' ',
+  );
 
-export const LAST_NAMES = [
-  'García',
-  'Fernández',
-  'González',
-  'Rodríguez',
-  'López',
-  'Martínez',
-  'Sánchez',
-  'Pérez',
-  'Gómez',
-  'Martín',
-  'Jiménez',
-  'Ruiz',
-  'Hernández',
-  'Díaz',
-  'Moreno',
-  'Muñoz',
-  'Álvarez',
-  'Romero',
-  'Navarro',
-  'Torres',
-  'Smith',
-  'Müller',
-  'Dubois',
-  'Rossi',
-  'Johansson',
-  'Jensen',
-  'Brown',
-  'Schmidt',
-  'Bernard',
-];
+export const LAST_NAMES =
+  'García Fernández González Rodríguez López Martínez Sánchez Pérez Gómez Martín Jiménez Ruiz Hernández Díaz Moreno Muñoz Álvarez Romero Navarro Torres Smith Müller Dubois Rossi Johansson Jensen Brown Schmidt Bernard'.split(
+    ' ',
+  );
 
-export const COMPANY_WORDS = [
-  'Costa',
-  'Sol',
-  'Mediterráneo',
-  'Norte',
-  'Levante',
-  'Atlántico',
-  'Sierra',
-  'Bahía',
-  'Puerto',
-  'Real',
-  'Imperial',
-  'Premium',
-  'Express',
-  'Ejecutivo',
-  'Azul',
-  'Dorado',
-];
+export const COMPANY_WORDS =
+  'Costa Sol Mediterráneo Norte Levante Atlántico Sierra Bahía Puerto Real Imperial Premium Express Ejecutivo Azul Dorado'.split(
+    ' ',
+  );
 
-export const CUSTOMER_KINDS = [
-  'Hotel',
-  'Agencia de viajes',
-  'Viajes',
-  'Apartamentos',
-  'Club de golf',
-  'Clínica',
-  'Bufete',
-  'Resort',
-  'Eventos',
-  'Consulado',
-];
+export const CUSTOMER_KINDS =
+  'Hotel,Agencia de viajes,Viajes,Apartamentos,Club de golf,Clínica,Bufete,Resort,Eventos,Consulado'.split(
+    ',',
+  );
 
 export const GROUP_NAMES = ['Hoteles', 'Agencias', 'Corporativo', 'Cruceros', 'Eventos', 'Touroperadores'];
 
@@ -157,9 +80,7 @@ export const PLACES: { address: string; lat: number; lng: number }[] = [
 
 export const AIRLINES = ['IB', 'VY', 'UX', 'FR', 'U2', 'LH', 'BA', 'AF', 'KL', 'LX', 'SK', 'TP'];
 export const PAYMENT_MODES = ['credit', 'card', 'cash', 'transfer'];
-export const CHAT_LINES = [
-  'Estoy en la salida de llegadas',
-  'Llego en 5 minutos',
-  'El vuelo viene con retraso',
-  'Esperando en el punto de encuentro',
-];
+export const CHAT_LINES =
+  'Estoy en la salida de llegadas,Llego en 5 minutos,El vuelo viene con retraso,Esperando en el punto de encuentro'.split(
+    ',',
+  );

@@ -2,7 +2,7 @@
 // Markdown (docs/query-plans.md is its output plus commentary). Uses the SQL builders of the
 // routes themselves, so a change to a query shows up here.
 //
-//   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/query-plans.ts
+//   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx scripts/query-plans.ts
 import { randomBytes } from 'node:crypto';
 import { bookingByExternalIdSql, bookingPageSql } from '../src/api/bookings/queries.js';
 import { CUSTOMERS, cataloguePageSql, DRIVERS, VEHICLES } from '../src/api/catalogue/queries.js';
