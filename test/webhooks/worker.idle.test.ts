@@ -15,7 +15,10 @@ import {
 
 /** A service whose one webhook goes to `path`, with a delivery worker polling every `pollMs`. */
 async function idleWorker(pollMs: number, path: string) {
-  const { svc, receiver } = await webhookService({ SVC_WEBHOOK_POLL_MS: String(pollMs) });
+  const { svc, receiver } = await webhookService({
+    SVC_WEBHOOK_POLL_MS: String(pollMs),
+    SVC_WEBHOOK_WORKER_LEASE_MS: String(pollMs * 3),
+  });
   const t = await webhookTenant(svc);
   await createWebhook(svc, t, receiver.url(path), ['booking.created']);
   await deliveryWorker(svc);
