@@ -146,7 +146,7 @@ export function createPostgresDb(options: PostgresOptions): Db {
     async exec(sql: string) {
       await pool.query(sql);
     },
-    listen: (channel, onNotify) => listenOnServer(options.url, channel, onNotify, options.schema),
+    listen: listenerOnServer(options.url, options.schema),
     withPlansKept: (max) => createPostgresDb({ ...options, max, plansKept: true }),
     async close() {
       await pool.end();
@@ -164,55 +164,93 @@ function splitPayload(payload: string | undefined): [string | undefined, string 
 }
 
 /**
- * A connection of its own, outside the pool, that holds the LISTEN and comes back when lost.
- * Notifications carry the schema they were sent from (`current_schema()`): channels are shared by
- * the whole database, so a service kept in a schema of its own wakes only for its own work.
+ * One connection outside the pool holds every LISTEN of a Db (a worker listens on three channels:
+ * three connections would be two too many), and comes back when lost. Notifications carry the
+ * schema they were sent from (`current_schema()`): channels are shared by the whole database, so a
+ * service kept in a schema of its own wakes only for its own work.
  */
-async function listenOnServer(
-  url: string,
-  channel: string,
-  onNotify: (detail?: string) => void,
-  schema?: string,
-): Promise<() => Promise<void>> {
+function listenerOnServer(url: string, schema?: string) {
+  const handlers = new Map<string, Set<(detail?: string) => void>>();
   let client: pg.Client | null = null;
-  let stopped = false;
+  /** The channels `client` listens on. */
+  let listened = new Set<string>();
+  let connecting: Promise<void> | null = null;
   let timer: NodeJS.Timeout | undefined;
+  /** Tells every handler: a wake-up that throws is the caller's failure, not the connection's. */
+  const tell = (channel: string, detail?: string) => {
+    for (const handler of handlers.get(channel) ?? []) {
+      try {
+        handler(detail);
+      } catch {}
+    }
+  };
+  /** LISTENs on the channels with handlers that the connection does not listen on yet. */
+  const listenAll = async (c: pg.Client) => {
+    for (const channel of handlers.keys()) {
+      if (listened.has(channel)) continue;
+      listened.add(channel);
+      await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    }
+  };
   const connect = async () => {
-    if (stopped) return;
     const c = new pg.Client({ connectionString: url });
     c.on('notification', (message) => {
-      if (message.channel !== channel) return;
       const [from, detail] = splitPayload(message.payload);
       if (schema && from && from !== schema) return;
-      onNotify(detail);
+      tell(message.channel, detail);
     });
     const retry = () => {
       if (client === c) client = null;
       c.end().catch(() => {});
-      if (!stopped) timer = setTimeout(() => void connect(), RELISTEN_MS);
+      if (handlers.size > 0 && !timer) timer = setTimeout(reconnect, RELISTEN_MS);
       timer?.unref();
     };
     c.on('error', retry);
     try {
       await c.connect();
-      await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      listened = new Set();
+      await listenAll(c);
       client = c;
     } catch {
       retry();
       return;
     }
-    // Whatever was notified while no one listened is found by the caller's next poll; a wake-up
-    // now makes that poll immediate. A wake-up that throws is the caller's failure, not the
-    // connection's: the connection stays, and a reconnection (from a timer) does not reject.
-    try {
-      onNotify();
-    } catch {}
+    // Whatever was notified while no one listened is found by the callers' next poll; a wake-up
+    // now makes that poll immediate.
+    for (const channel of handlers.keys()) tell(channel);
   };
-  await connect();
-  return async () => {
-    stopped = true;
-    clearTimeout(timer);
-    await client?.end().catch(() => {});
+  function reconnect() {
+    timer = undefined;
+    if (handlers.size === 0) return;
+    connecting = connect().finally(() => {
+      connecting = null;
+    });
+  }
+  return async (channel: string, onNotify: (detail?: string) => void) => {
+    const set = handlers.get(channel) ?? new Set();
+    set.add(onNotify);
+    handlers.set(channel, set);
+    if (connecting) await connecting;
+    if (client) await listenAll(client).catch(() => {});
+    else if (!timer) {
+      reconnect();
+      await connecting;
+    }
+    return async () => {
+      set.delete(onNotify);
+      if (set.size === 0 && handlers.get(channel) === set) {
+        handlers.delete(channel);
+        listened.delete(channel);
+        await client?.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`).catch(() => {});
+      }
+      if (handlers.size === 0) {
+        clearTimeout(timer);
+        timer = undefined;
+        const c = client;
+        client = null;
+        await c?.end().catch(() => {});
+      }
+    };
   };
 }
 
