@@ -267,3 +267,76 @@ describe('configuration', () => {
     assert.equal(config.operatorToken, null);
   });
 });
+
+describe('every problem at once', () => {
+  const problemsOf = (env: Record<string, string>, needs = {}) => {
+    try {
+      loadConfig(env, needs);
+    } catch (error) {
+      assert.ok(error instanceof ConfigError, String(error));
+      return error;
+    }
+    assert.fail('accepted');
+  };
+
+  test('each bad variable is named in one message, with what it expects', () => {
+    const error = problemsOf({
+      SVC_PORT: 'http',
+      SVC_RATE_PER_KEY: '0',
+      DATABASE_URL: 'mysql://app:s3cret@db/svc',
+      REDIS_URL: 'cache:6379',
+      SVC_OPERATOR_TOKEN: 'short',
+    });
+    assert.deepEqual(
+      error.problems.map((p) => p.variable),
+      ['SVC_OPERATOR_TOKEN', 'DATABASE_URL', 'REDIS_URL', 'SVC_PORT', 'SVC_RATE_PER_KEY'],
+    );
+    const lines = error.message.split('\n');
+    assert.equal(lines.length, 5);
+    assert.ok(lines.includes('DATABASE_URL: must be a postgres:// or postgresql:// URL, got a mysql:// URL'));
+    assert.ok(
+      lines.includes(
+        'REDIS_URL: must be a redis:// or rediss:// URL, got a bare name or something else that is not a URL',
+      ),
+    );
+    assert.ok(lines.includes('SVC_PORT: must be a whole number, got "http"'));
+    assert.doesNotMatch(error.message, /s3cret/, 'a URL is never repeated: it may hold a password');
+  });
+
+  test('DATABASE_URL: a bare database name, or a URL without a host, is refused by name', () => {
+    for (const bad of ['base', 'svc_production', 'db:5432/svc', 'postgres://']) {
+      const error = problemsOf({ DATABASE_URL: bad });
+      assert.equal(error.variable, 'DATABASE_URL', bad);
+      assert.match(error.message, /^DATABASE_URL: must be a postgres:\/\/ or postgresql:\/\/ URL/);
+    }
+    for (const good of [
+      'postgres://db/svc',
+      'postgresql://app:pw@db:5432/svc?sslmode=require',
+      'postgres:///svc?host=/run/postgresql',
+    ]) {
+      assert.equal(loadConfig({ DATABASE_URL: good }).databaseUrl, good);
+    }
+    assert.equal(loadConfig({ REDIS_URL: 'rediss://cache:6380/1' }).redisUrl, 'rediss://cache:6380/1');
+  });
+
+  test('a missing operator token does not hide a missing master key', () => {
+    const error = problemsOf({ DATABASE_URL: 'postgres://db/svc' }, { operatorToken: true, masterKey: true });
+    assert.deepEqual(
+      error.problems.map((p) => p.variable),
+      ['SVC_OPERATOR_TOKEN', 'SVC_MASTER_KEY'],
+    );
+    assert.match(error.message, /SVC_MASTER_KEY: required when DATABASE_URL is set \(32 bytes/);
+    // Needed by the command only: the embedded database generates its key, svc admin needs neither.
+    assert.equal(loadConfig({}, { masterKey: true }).masterKey, null);
+    assert.equal(loadConfig({ DATABASE_URL: 'postgres://db/svc' }).masterKey, null);
+    const bad = problemsOf(
+      { DATABASE_URL: 'postgres://db/svc', SVC_MASTER_KEY: 'short' },
+      { masterKey: true },
+    );
+    assert.deepEqual(
+      bad.problems.map((p) => p.variable),
+      ['SVC_MASTER_KEY'],
+      'a bad key is named once',
+    );
+  });
+});

@@ -94,11 +94,10 @@ export function processLogger(config: Config, isTTY = process.stdout.isTTY): Fas
   );
 }
 
-export async function createDeps(config: Config, db: Db): Promise<Deps> {
+export async function createDeps(config: Config, db: Db, logger = processLogger(config)): Promise<Deps> {
   const now = Date.now;
   const masterKey = await resolveMasterKey(config);
   await migrate(db);
-  const logger = processLogger(config);
   return {
     config,
     db,
