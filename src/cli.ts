@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { adminCommand } from './admin.js';
+import type { Deps } from './apps/deps.js';
 import { buildOperatorApp } from './apps/operator.js';
 import { buildPublicApp, PUBLIC_PREFIX } from './apps/public.js';
 import { type Config, ConfigError, loadConfig, type Needs } from './config.js';
@@ -12,6 +13,7 @@ import type { Worker } from './delivery/worker.js';
 import { startEmbeddedWorker } from './delivery-thread.js';
 import { prepareDemo, printDemoBanner, readDemoKey, writeDemoEnv } from './demo/demo.js';
 import { MAX_RATE, type Simulation, startSimulation } from './demo/simulate.js';
+import { type HealthListener, startHealthListener } from './health.js';
 import type { App } from './http/kit.js';
 import { httpStoppable, StartInterrupted, Startup, type Stoppable, shutdown } from './lifecycle.js';
 import { startMaintenance } from './maintenance.js';
@@ -159,6 +161,7 @@ async function serve(args: string[], startup: Startup, signals: StopSignals): Pr
     'operator listener',
     listen(operator, 'SVC_OPERATOR_PORT', cfg.operatorHost, cfg.operatorPort),
   );
+  const health = await startup.step('health listener', startProbes(deps), (health) => health?.close());
   const maintenance = startMaintenance(deps);
   startup.started('maintenance', () => maintenance.stop());
   // Off: this process serves the APIs only; `svc worker` processes deliver.
@@ -201,6 +204,8 @@ async function serve(args: string[], startup: Startup, signals: StopSignals): Pr
   ]);
   await simulator?.stop();
   maintenance.stop();
+  // Probes fail from the first moment of the shutdown: a balancer stops sending at once.
+  await health?.close();
   await shutdown(
     [
       httpStoppable('public API', api),
@@ -215,6 +220,20 @@ async function serve(args: string[], startup: Startup, signals: StopSignals): Pr
   if (failed) return 1;
   deps.logger.info('stopped cleanly');
   return 0;
+}
+
+/** The unauthenticated probes' listener when SVC_HEALTH_PORT is set (src/health.ts). */
+async function startProbes(deps: Deps): Promise<HealthListener | null> {
+  const { healthHost, healthPort } = deps.config;
+  if (healthPort === null) return null;
+  return startHealthListener(
+    { logger: deps.logger, readinessChecks: deps.readinessChecks ?? [] },
+    healthHost,
+    healthPort,
+  ).catch((error: unknown) => {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new Error(`SVC_HEALTH_PORT: cannot listen on ${healthHost}:${healthPort} (${code ?? error})`);
+  });
 }
 
 /** Listens, or says which setting names a port that cannot be had (taken, or not allowed). */
@@ -283,6 +302,7 @@ async function worker(startup: Startup, signals: StopSignals): Promise<number> {
     }),
     (metrics) => metrics?.close(),
   );
+  const health = await startup.step('health listener', startProbes(deps), (health) => health?.close());
   // The platform's writes reach `svc serve`, which publishes them: this process publishes only what
   // a writer left behind.
   const delivery = await startDeliveryWorker(deps, { writersElsewhere: true });
@@ -290,6 +310,7 @@ async function worker(startup: Startup, signals: StopSignals): Promise<number> {
   startup.finish();
   deps.logger.info('webhook delivery worker started');
   await signals.next;
+  await health?.close();
   await shutdown([workerStoppable(delivery, cfg)], cfg.shutdownGraceMs, deps.logger);
   await metrics?.close();
   await deps.limiter.close();

@@ -45,6 +45,8 @@ describe('configuration', () => {
     assert.equal(config.operatorUrl, 'http://127.0.0.1:8081');
     assert.equal(config.operatorToken, null);
     assert.equal(config.metricsPort, null);
+    assert.equal(config.healthPort, null);
+    assert.equal(config.healthHost, '0.0.0.0');
     assert.equal(loadConfig({ SVC_METRICS_PORT: '0' }).metricsPort, null);
     assert.equal(config.masterKey, null);
     assert.equal(config.logLevel, 'info');
@@ -69,6 +71,8 @@ describe('configuration', () => {
       SVC_OPERATOR_PORT: '9001',
       SVC_OPERATOR_TOKEN: TOKEN,
       SVC_METRICS_PORT: '9102',
+      SVC_HEALTH_HOST: '10.0.0.5',
+      SVC_HEALTH_PORT: '9103',
       SVC_OPERATOR_URL: 'http://ops:9001',
       SVC_MASTER_KEY: master,
       SVC_LOG_LEVEL: 'warn',
@@ -116,6 +120,8 @@ describe('configuration', () => {
         operatorPort: 9001,
         operatorToken: TOKEN,
         metricsPort: 9102,
+        healthHost: '10.0.0.5',
+        healthPort: 9103,
         operatorUrl: 'http://ops:9001',
         masterKey: master,
         logLevel: 'warn',
@@ -206,6 +212,7 @@ describe('configuration', () => {
       ['SVC_PORT', '65536'],
       ['SVC_OPERATOR_PORT', '-1'],
       ['SVC_METRICS_PORT', '70000'],
+      ['SVC_HEALTH_PORT', 'health'],
       ['SVC_LOG_LEVEL', 'verbose'],
       ['SVC_TRUST_PROXY', 'yes'],
       ['SVC_AUTH_CACHE_TTL_MS', '60001'],

@@ -69,6 +69,9 @@ export interface Config {
   operatorToken: string | null;
   /** `svc worker`: port of its /metrics listener on operatorHost; null (unset or 0) for none. */
   metricsPort: number | null;
+  /** The unauthenticated /livez and /readyz listener (serve and worker); null (unset or 0) for none. */
+  healthHost: string;
+  healthPort: number | null;
   /** Where `svc admin` finds the operator API. */
   operatorUrl: string;
   masterKey: Buffer | null;
@@ -324,6 +327,8 @@ function readConfig(r: Reader): Config {
     operatorPort,
     operatorToken,
     metricsPort: int(r, 'SVC_METRICS_PORT', 0, 0, 65535) || null,
+    healthHost: env.SVC_HEALTH_HOST || '0.0.0.0',
+    healthPort: int(r, 'SVC_HEALTH_PORT', 0, 0, 65535) || null,
     operatorUrl: env.SVC_OPERATOR_URL || `http://127.0.0.1:${operatorPort}`,
     masterKey: masterKey(r),
     logLevel: oneOf(

@@ -12,6 +12,7 @@ import { createDeliveryMetrics } from './delivery/metrics.js';
 import { createSender } from './delivery/send.js';
 import { DEDICATED_WORKERS } from './delivery/standby.js';
 import { startWorker, type Worker, type WorkerDeps } from './delivery/worker.js';
+import { answerProbe, defaultReadinessChecks } from './health.js';
 import { createIdentityCache } from './http/auth.js';
 import { createCursorCodec } from './http/cursor.js';
 import { createMetrics, type Metrics, metricsText } from './http/metrics.js';
@@ -19,6 +20,7 @@ import { prettyStream, wantsPretty } from './log-pretty.js';
 import { createLogger } from './logger.js';
 import { withFallback } from './ratelimit/fallback.js';
 import { createMemoryStore } from './ratelimit/memory.js';
+import { createMirror } from './ratelimit/mirror.js';
 import { createRedisStore } from './ratelimit/redis.js';
 import type { RateLimitStore } from './ratelimit/store.js';
 import { createTargetResolver } from './security/resolver.js';
@@ -78,9 +80,17 @@ function createLimiter(config: Config, logger: Deps['logger'], now: () => number
   if (!config.redisUrl) return createMemoryStore(now);
   return withFallback({
     primary: createRedisStore({ url: config.redisUrl, now }),
-    fallback: createMemoryStore(now),
+    local: createMirror(now),
     onFallback: (error) =>
-      logger.error({ err: error }, 'Redis unreachable: rate limits are per process until it is back'),
+      logger.error(
+        { err: error },
+        'Redis unreachable: rate limits are decided by each process from its copy of the shared windows until it is back',
+      ),
+    onStall: (error) =>
+      logger.warn(
+        { err: error },
+        'Redis did not answer in time: this request was decided from the local copy',
+      ),
     onRecovery: (downMs) =>
       logger.warn({ down_ms: downMs }, 'Redis answers again: rate limits are shared again'),
   });
@@ -102,6 +112,7 @@ export async function createDeps(config: Config, db: Db, logger = processLogger(
     config,
     db,
     logger,
+    readinessChecks: defaultReadinessChecks(db),
     identities: createIdentityCache(db, config.authCacheTtlMs, now),
     limiter: createLimiter(config, logger, now),
     metrics: createMetrics(),
@@ -183,13 +194,19 @@ export interface MetricsListener {
  * `svc worker` has no HTTP application, so its metrics (the delivery counters and gauges, and
  * node's own) get a listener of their own: GET /metrics on SVC_OPERATOR_HOST (127.0.0.1 by
  * default) at SVC_METRICS_PORT, without a token, like a Prometheus exporter. It only reads: the
- * queue-depth gauge is one grouped count per scrape. Off when the port is unset or 0.
+ * queue-depth gauge is one grouped count per scrape. It also answers the probes /livez and
+ * /readyz (src/health.ts). Off when the port is unset or 0.
  */
 export async function startMetricsListener(deps: Deps): Promise<MetricsListener | null> {
   const port = deps.config.metricsPort;
   if (port === null) return null;
   const { registry } = deps.metrics;
+  const probes = {
+    logger: deps.logger,
+    readinessChecks: deps.readinessChecks ?? defaultReadinessChecks(deps.db),
+  };
   const server = createServer((req, res) => {
+    if (answerProbe(probes, req, res)) return;
     const path = (req.url ?? '').split('?')[0];
     if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
       res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found\n');

@@ -11,7 +11,9 @@ import {
 
 // One script decides for all buckets of a request atomically, so API processes that share Redis
 // admit exactly what one process would. Each bucket is a sorted set of request timestamps, judged
-// over its own window (ARGV: now, mode, member, the limits, then the windows).
+// over its own window (ARGV: now, mode, member, the limits, then the windows). Besides the
+// decision it returns each bucket's count after the request, which keeps this process's copy of
+// the windows in step (mirror.ts).
 const SCRIPT = `
 local now = tonumber(ARGV[1])
 local mode = ARGV[2]
@@ -45,7 +47,9 @@ for i, key in ipairs(KEYS) do
   if remaining < 0 or left < remaining then remaining = left end
 end
 if remaining < 0 then remaining = 0 end
-return {retry == 0 and 1 or 0, remaining, retry}
+local answer = {retry == 0 and 1 or 0, remaining, retry}
+for i = 1, n do answer[3 + i] = counts[i] end
+return answer
 `;
 
 export interface RedisStoreOptions {
@@ -55,7 +59,11 @@ export interface RedisStoreOptions {
   now?: Clock;
 }
 
+/** A decision of Redis, with each bucket's count after the request (in the order of the buckets). */
+export type SharedDecision = Decision & { counts: number[] };
+
 export interface RedisStore extends RateLimitStore {
+  hit(buckets: readonly Bucket[], windowMs: number, mode: HitMode): Promise<SharedDecision>;
   /** False while the connection is lost: callers need not wait for a command to time out. */
   available(): boolean;
   /** One round trip, bounded by the command time-out: the circuit breaker's probe. */
@@ -82,7 +90,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     async ping() {
       await redis.ping();
     },
-    async hit(buckets: readonly Bucket[], windowMs: number, mode: HitMode): Promise<Decision> {
+    async hit(buckets: readonly Bucket[], windowMs: number, mode: HitMode): Promise<SharedDecision> {
       const keys = buckets.map((b) => prefix + b.key);
       const t = now();
       const member = `${t}:${node}:${sequence++}`;
@@ -93,10 +101,10 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         ...buckets.map((b) => b.limit),
         ...buckets.map((b) => windowOf(b, windowMs)),
       ];
-      const [allowed, remaining, retry] = (await (
+      const [allowed, remaining, retry, ...counts] = (await (
         redis as unknown as { svcRateHit(n: number, ...a: unknown[]): Promise<number[]> }
-      ).svcRateHit(keys.length, ...keys, ...args)) as [number, number, number];
-      return { allowed: allowed === 1, remaining, retryAfterMs: retry };
+      ).svcRateHit(keys.length, ...keys, ...args)) as [number, number, number, ...number[]];
+      return { allowed: allowed === 1, remaining, retryAfterMs: retry, counts };
     },
     async close() {
       await redis.quit().catch(() => redis.disconnect());

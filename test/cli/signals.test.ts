@@ -1,5 +1,6 @@
 // SIGTERM at several points of the start-up of `svc serve` and `svc worker`: each stops what had
-// started and exits 0, as it does once started. The points are the start-up's own log lines (at
+// started and exits 0, as it does once started. Once started, both answer the probes without a
+// credential, and stop answering them as soon as a signal arrives. The points are the start-up's own log lines (at
 // debug); a signal lands at or a little after its point. The first one also through bin/svc.js,
 // which catches signals before the program loads.
 import assert from 'node:assert/strict';
@@ -11,7 +12,7 @@ import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { freshSchema, MASTER_KEY_HEX, OPERATOR_TOKEN } from '../support/cluster.js';
 import { dataDirAfterInitdb } from '../support/pglite-template.js';
-import { type Started, start, svc } from '../support/processes.js';
+import { freePort, type Started, start, svc } from '../support/processes.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const onServer = Boolean(process.env.TEST_DATABASE_URL);
@@ -54,6 +55,7 @@ const SERVE_STEPS = [
   'operator API',
   'public listener',
   'operator listener',
+  'health listener',
 ];
 
 describe('a signal during the start-up of svc serve', () => {
@@ -78,9 +80,42 @@ describe('a signal during the start-up of svc serve', () => {
 });
 
 describe('a signal during the start-up of svc worker', { skip: !onServer && 'needs PostgreSQL' }, () => {
-  for (const step of ['configuration', 'database', 'migrations', 'metrics listener']) {
+  for (const step of ['configuration', 'database', 'migrations', 'metrics listener', 'health listener']) {
     test(`at ${step}: what started stops, exit 0`, async () => {
       await signalAt(svc(['worker'], await startEnv()), step);
     });
   }
+});
+
+/** Until `url` answers 200; then its body. */
+async function answered(proc: Started, url: string): Promise<string> {
+  for (;;) {
+    if (proc.child.exitCode !== null) throw new Error(`exited:\n${proc.output()}`);
+    const res = await fetch(url).catch(() => null);
+    if (res?.status === 200) return res.text();
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+test('svc serve answers the probes on SVC_HEALTH_PORT without a credential', async () => {
+  const port = await freePort();
+  const proc = svc(['serve'], { ...(await startEnv()), SVC_HEALTH_PORT: String(port) });
+  assert.equal(await answered(proc, `http://127.0.0.1:${port}/readyz`), '{"status":"ready"}');
+  assert.equal(await answered(proc, `http://127.0.0.1:${port}/livez`), '{"status":"ok"}');
+  assert.equal(await proc.stop('SIGTERM'), 0);
+});
+
+test('svc worker answers the probes on its metrics listener and on SVC_HEALTH_PORT', {
+  skip: !onServer && 'needs PostgreSQL',
+}, async () => {
+  const [metrics, health] = [await freePort(), await freePort()];
+  const proc = svc(['worker'], {
+    ...(await startEnv()),
+    SVC_METRICS_PORT: String(metrics),
+    SVC_HEALTH_PORT: String(health),
+  });
+  for (const port of [metrics, health]) {
+    assert.equal(await answered(proc, `http://127.0.0.1:${port}/readyz`), '{"status":"ready"}');
+  }
+  assert.equal(await proc.stop('SIGTERM'), 0);
 });
