@@ -166,7 +166,10 @@ function scriptedPrimary() {
   const state = { failing: false, hits: 0, count: 0 };
   const primary = {
     available: () => true,
-    async hit(buckets: readonly { limit: number }[]) {
+    async hit(): Promise<never> {
+      throw new Error('the fallback asks hitCounted');
+    },
+    async hitCounted(buckets: readonly { limit: number }[]) {
       state.hits++;
       if (state.failing) throw new Error('Command timed out');
       const limit = buckets[0]?.limit ?? 0;

@@ -13,16 +13,16 @@ import type { Mirror } from './mirror.js';
 import type { Bucket, Decision, HitMode, RateLimitStore } from './store.js';
 
 export interface FallbackOptions {
-  primary: Omit<RateLimitStore, 'hit'> & {
+  primary: RateLimitStore & {
     available(): boolean;
     /** A cheap round trip; without it the breaker probes with a `peek` on no bucket. */
     ping?(): Promise<void>;
-    /** `counts`: each bucket's count after the request, which keeps the copy in step. */
-    hit(
+    /** `hit` with each bucket's count after the request, which keeps the copy in step. */
+    hitCounted?(
       buckets: readonly Bucket[],
       windowMs: number,
       mode: HitMode,
-    ): Promise<Decision & { counts?: number[] }>;
+    ): Promise<Decision & { counts: number[] }>;
   };
   /** This process's copy of the shared windows. */
   local: Mirror;
@@ -112,8 +112,9 @@ export function withFallback(options: FallbackOptions): RateLimitStore {
       if (openedAt === null) {
         if (primary.available()) {
           try {
-            const decision = await primary.hit(buckets, windowMs, mode);
-            if (decision.counts) local.observe(buckets, windowMs, decision.counts);
+            if (!primary.hitCounted) return await primary.hit(buckets, windowMs, mode);
+            const { counts, ...decision } = await primary.hitCounted(buckets, windowMs, mode);
+            local.observe(buckets, windowMs, counts);
             return decision;
           } catch (error) {
             failed(error);

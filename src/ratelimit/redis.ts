@@ -63,7 +63,8 @@ export interface RedisStoreOptions {
 export type SharedDecision = Decision & { counts: number[] };
 
 export interface RedisStore extends RateLimitStore {
-  hit(buckets: readonly Bucket[], windowMs: number, mode: HitMode): Promise<SharedDecision>;
+  /** `hit`, with each bucket's count after the request: what keeps a copy in step (fallback.ts). */
+  hitCounted(buckets: readonly Bucket[], windowMs: number, mode: HitMode): Promise<SharedDecision>;
   /** False while the connection is lost: callers need not wait for a command to time out. */
   available(): boolean;
   /** One round trip, bounded by the command time-out: the circuit breaker's probe. */
@@ -85,27 +86,36 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   const now = options.now ?? Date.now;
   let sequence = 0;
   const node = randomBytes(4).toString('hex');
+  const hitCounted = async (
+    buckets: readonly Bucket[],
+    windowMs: number,
+    mode: HitMode,
+  ): Promise<SharedDecision> => {
+    const keys = buckets.map((b) => prefix + b.key);
+    const t = now();
+    const member = `${t}:${node}:${sequence++}`;
+    const args = [
+      t,
+      mode,
+      member,
+      ...buckets.map((b) => b.limit),
+      ...buckets.map((b) => windowOf(b, windowMs)),
+    ];
+    const [allowed, remaining, retry, ...counts] = (await (
+      redis as unknown as { svcRateHit(n: number, ...a: unknown[]): Promise<number[]> }
+    ).svcRateHit(keys.length, ...keys, ...args)) as [number, number, number, ...number[]];
+    return { allowed: allowed === 1, remaining, retryAfterMs: retry, counts };
+  };
   return {
     available: () => redis.status !== 'reconnecting' && redis.status !== 'close' && redis.status !== 'end',
     async ping() {
       await redis.ping();
     },
-    async hit(buckets: readonly Bucket[], windowMs: number, mode: HitMode): Promise<SharedDecision> {
-      const keys = buckets.map((b) => prefix + b.key);
-      const t = now();
-      const member = `${t}:${node}:${sequence++}`;
-      const args = [
-        t,
-        mode,
-        member,
-        ...buckets.map((b) => b.limit),
-        ...buckets.map((b) => windowOf(b, windowMs)),
-      ];
-      const [allowed, remaining, retry, ...counts] = (await (
-        redis as unknown as { svcRateHit(n: number, ...a: unknown[]): Promise<number[]> }
-      ).svcRateHit(keys.length, ...keys, ...args)) as [number, number, number, ...number[]];
-      return { allowed: allowed === 1, remaining, retryAfterMs: retry, counts };
+    async hit(buckets: readonly Bucket[], windowMs: number, mode: HitMode): Promise<Decision> {
+      const { allowed, remaining, retryAfterMs } = await hitCounted(buckets, windowMs, mode);
+      return { allowed, remaining, retryAfterMs };
     },
+    hitCounted,
     async close() {
       await redis.quit().catch(() => redis.disconnect());
     },
