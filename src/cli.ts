@@ -4,18 +4,27 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { adminCommand } from './admin.js';
+import type { Deps } from './apps/deps.js';
 import { buildOperatorApp } from './apps/operator.js';
 import { buildPublicApp, PUBLIC_PREFIX } from './apps/public.js';
-import { type Config, ConfigError, loadConfig } from './config.js';
+import { type Config, ConfigError, loadConfig, type Needs } from './config.js';
 import { migrate } from './db/migrate.js';
 import type { Worker } from './delivery/worker.js';
 import { startEmbeddedWorker } from './delivery-thread.js';
 import { prepareDemo, printDemoBanner, readDemoKey, writeDemoEnv } from './demo/demo.js';
 import { MAX_RATE, type Simulation, startSimulation } from './demo/simulate.js';
+import { type HealthListener, startHealthListener } from './health.js';
 import type { App } from './http/kit.js';
-import { httpStoppable, type Stoppable, shutdown } from './lifecycle.js';
+import { httpStoppable, StartInterrupted, Startup, type Stoppable, shutdown } from './lifecycle.js';
 import { startMaintenance } from './maintenance.js';
-import { createDeps, openDatabase, startDeliveryWorker, startMetricsListener } from './runtime.js';
+import {
+  createDeps,
+  openDatabase,
+  processLogger,
+  startDeliveryWorker,
+  startMetricsListener,
+} from './runtime.js';
+import { catchStopSignals, catchStopSignalsFor, type StopSignals } from './signals.js';
 
 const USAGE = `Usage: svc <command>
 
@@ -41,11 +50,13 @@ const USAGE = `Usage: svc <command>
   admin ...        client of the operator API (svc admin help)
 `;
 
-function config(env: Record<string, string | undefined> = process.env): Config {
+function config(env: Record<string, string | undefined> = process.env, needs: Needs = {}): Config {
   try {
-    return loadConfig(env);
+    return loadConfig(env, needs);
   } catch (error) {
-    if (error instanceof ConfigError) throw new Error(`Invalid configuration: ${error.message}`);
+    if (error instanceof ConfigError) {
+      throw new Error(`Invalid configuration:\n${error.message.replace(/^/gm, '  ')}`);
+    }
     throw error;
   }
 }
@@ -105,7 +116,7 @@ function simulationOf(values: {
   return { rate, seed };
 }
 
-async function serve(args: string[]): Promise<number> {
+async function serve(args: string[], startup: Startup, signals: StopSignals): Promise<number> {
   const { values } = parseArgs({
     args,
     options: {
@@ -117,37 +128,46 @@ async function serve(args: string[]): Promise<number> {
   });
   const simulation = simulationOf(values);
   if (simulation && !values.demo) throw new Error('--simulate goes with --demo (it moves the demo bookings)');
-  let cfg = config();
+  let cfg = config(process.env, { operatorToken: !values.demo, masterKey: true });
   if (values.demo) {
     refuseDemoOnServer(cfg, values['allow-server-database']);
     cfg = laptopDemoConfig(cfg);
   }
-  let operatorToken = cfg.operatorToken;
-  if (!operatorToken) {
-    if (!values.demo)
-      throw new Error('SVC_OPERATOR_TOKEN: required (at least 32 characters) to start the operator API');
-    operatorToken = randomBytes(24).toString('base64url');
-  }
+  // The demo makes a token of its own when none is given; otherwise the configuration required one.
+  const operatorToken = cfg.operatorToken ?? randomBytes(24).toString('base64url');
   // The demo holds a key with every scope: it stays on this machine unless asked otherwise.
   const host = values.host ?? (values.demo && !process.env.SVC_HOST ? '127.0.0.1' : cfg.host);
-  const db = await openDatabase(cfg);
-  const deps = await createDeps(cfg, db);
-  const demo = values.demo ? await prepareDemo(deps, await readDemoKey(cfg.dataDir)) : null;
-  const api = await buildPublicApp(deps);
-  const operator = await buildOperatorApp(deps, operatorToken);
-  try {
-    await listen(api, 'SVC_PORT', host, cfg.port);
-    await listen(operator, 'SVC_OPERATOR_PORT', cfg.operatorHost, cfg.operatorPort);
-  } catch (error) {
-    // Nothing may keep the process up without its listeners: the database (and its timers) and
-    // the limiter's connection are closed, so it exits at once with the message.
-    await Promise.allSettled([api.close(), operator.close()]);
-    await Promise.allSettled([deps.limiter.close(), db.close()]);
-    throw error;
+  startup.begin(processLogger(cfg));
+  // Each part stops with the start-up when a listener cannot be had or a signal arrives: nothing
+  // (the database's timers, the limiter's connection) keeps the process up without its listeners.
+  const db = await startup.step('database', openDatabase(cfg), (db) => db.close());
+  const deps = await startup.step('migrations', createDeps(cfg, db, startup.logger), (deps) =>
+    deps.limiter.close(),
+  );
+  if (cfg.databaseUrl && !cfg.redisUrl) {
+    deps.logger.warn(
+      'REDIS_URL is not set: rate limits are per process, so each svc serve grants the full limits; set REDIS_URL to share them',
+    );
   }
+  const demo = values.demo
+    ? await startup.step('demo', prepareDemo(deps, await readDemoKey(cfg.dataDir)))
+    : null;
+  const api = await startup.step('public API', buildPublicApp(deps), (app) => app.close());
+  const operator = await startup.step('operator API', buildOperatorApp(deps, operatorToken), (app) =>
+    app.close(),
+  );
+  await startup.step('public listener', listen(api, 'SVC_PORT', host, cfg.port));
+  await startup.step(
+    'operator listener',
+    listen(operator, 'SVC_OPERATOR_PORT', cfg.operatorHost, cfg.operatorPort),
+  );
+  const health = await startup.step('health listener', startProbes(deps), (health) => health?.close());
   const maintenance = startMaintenance(deps);
+  startup.started('maintenance', () => maintenance.stop());
   // Off: this process serves the APIs only; `svc worker` processes deliver.
   const worker = cfg.webhooks.embeddedWorker ? await startEmbeddedWorker(deps) : null;
+  if (worker) startup.started('webhook worker', () => worker.stop(cfg.shutdownGraceMs));
+  startup.checkpoint();
 
   let simulator: Simulation | null = null;
   if (demo) {
@@ -175,14 +195,17 @@ async function serve(args: string[]): Promise<number> {
       });
     }
   }
+  startup.finish();
 
   // A delivery thread that ended on its own stops the process as a signal would, and fails it.
   const failed = await Promise.race([
-    untilSignal().then(() => false),
+    signals.next.then(() => false),
     ...(worker ? [worker.ended.then(() => true)] : []),
   ]);
   await simulator?.stop();
   maintenance.stop();
+  // Probes fail from the first moment of the shutdown: a balancer stops sending at once.
+  await health?.close();
   await shutdown(
     [
       httpStoppable('public API', api),
@@ -197,6 +220,20 @@ async function serve(args: string[]): Promise<number> {
   if (failed) return 1;
   deps.logger.info('stopped cleanly');
   return 0;
+}
+
+/** The unauthenticated probes' listener when SVC_HEALTH_PORT is set (src/health.ts). */
+async function startProbes(deps: Deps): Promise<HealthListener | null> {
+  const { healthHost, healthPort } = deps.config;
+  if (healthPort === null) return null;
+  return startHealthListener(
+    { logger: deps.logger, readinessChecks: deps.readinessChecks ?? [] },
+    healthHost,
+    healthPort,
+  ).catch((error: unknown) => {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new Error(`SVC_HEALTH_PORT: cannot listen on ${healthHost}:${healthPort} (${code ?? error})`);
+  });
 }
 
 /** Listens, or says which setting names a port that cannot be had (taken, or not allowed). */
@@ -225,33 +262,55 @@ function workerStoppable(worker: Worker, cfg: Config): Stoppable {
   return { name: 'webhook worker', stop: () => worker.stop(cfg.shutdownGraceMs), abort: () => {} };
 }
 
-const untilSignal = () =>
-  new Promise<void>((resolve) => {
-    process.once('SIGINT', () => resolve());
-    process.once('SIGTERM', () => resolve());
-  });
+/**
+ * Runs a long-running command. A stop signal during its start-up (or a failure to start) stops
+ * what had started, newest first; the signal then ends the process with 0, as it would later.
+ */
+async function untilStopped(
+  signals: StopSignals,
+  run: (startup: Startup, signals: StopSignals) => Promise<number>,
+): Promise<number> {
+  const startup = new Startup(signals);
+  try {
+    return await run(startup, signals);
+  } catch (error) {
+    await startup.unwind();
+    if (!(error instanceof StartInterrupted)) throw error;
+    startup.logger?.info({ signal: error.signal }, 'stopped during start-up');
+    return 0;
+  }
+}
 
 /** Delivery workers without the APIs; the embedded database has room for one process only. */
-async function worker(): Promise<number> {
-  const cfg = config();
+async function worker(startup: Startup, signals: StopSignals): Promise<number> {
+  const cfg = config(process.env, { masterKey: true });
   if (!cfg.databaseUrl) {
     throw new Error(
       'svc worker needs DATABASE_URL (PostgreSQL): on the embedded database, svc serve runs the only worker',
     );
   }
-  const db = await openDatabase(cfg);
-  const deps = await createDeps(cfg, db);
+  startup.begin(processLogger(cfg));
+  const db = await startup.step('database', openDatabase(cfg), (db) => db.close());
+  const deps = await startup.step('migrations', createDeps(cfg, db, startup.logger), (deps) =>
+    deps.limiter.close(),
+  );
   // First, so a busy port stops the start (and the process) before any delivery is claimed.
-  const metrics = await startMetricsListener(deps).catch(async (error: unknown) => {
-    await deps.limiter.close();
-    await db.close();
-    throw new Error(`SVC_METRICS_PORT: cannot listen (${(error as Error).message})`);
-  });
+  const metrics = await startup.step(
+    'metrics listener',
+    startMetricsListener(deps).catch((error: unknown) => {
+      throw new Error(`SVC_METRICS_PORT: cannot listen (${(error as Error).message})`);
+    }),
+    (metrics) => metrics?.close(),
+  );
+  const health = await startup.step('health listener', startProbes(deps), (health) => health?.close());
   // The platform's writes reach `svc serve`, which publishes them: this process publishes only what
   // a writer left behind.
   const delivery = await startDeliveryWorker(deps);
+  startup.started('webhook worker', () => delivery.stop(cfg.shutdownGraceMs));
+  startup.finish();
   deps.logger.info('webhook delivery worker started');
-  await untilSignal();
+  await signals.next;
+  await health?.close();
   await shutdown([workerStoppable(delivery, cfg)], cfg.shutdownGraceMs, deps.logger);
   await metrics?.close();
   await deps.limiter.close();
@@ -260,10 +319,10 @@ async function worker(): Promise<number> {
 }
 
 /** Seeds the demo and prints a key; with --simulate, makes traffic until stopped (beside svc serve). */
-async function demoCommand(args: string[]): Promise<number> {
+async function demoCommand(args: string[], signals: StopSignals): Promise<number> {
   const { values } = parseArgs({ args, options: { ...SIMULATION_OPTIONS, ...DEMO_OPTIONS } });
   const simulation = simulationOf(values);
-  const cfg = config();
+  const cfg = config(process.env, { masterKey: true });
   refuseDemoOnServer(cfg, values['allow-server-database']);
   if (simulation && !cfg.databaseUrl) {
     throw new Error(
@@ -281,7 +340,7 @@ async function demoCommand(args: string[]): Promise<number> {
       logger: deps.logger,
       ...simulation,
     });
-    await untilSignal();
+    await signals.next;
     await simulator.stop();
   }
   await deps.limiter.close();
@@ -289,13 +348,21 @@ async function demoCommand(args: string[]): Promise<number> {
   return 0;
 }
 
-export async function main(argv: string[]): Promise<number> {
+/**
+ * `signals`: caught by bin/svc.js before the program loaded; caught here otherwise (tests), for
+ * the commands that run until stopped.
+ */
+export async function main(
+  argv: string[],
+  signals: StopSignals | null = catchStopSignalsFor(argv[0]),
+): Promise<number> {
   const [command, ...rest] = argv;
+  const stop = () => signals ?? catchStopSignals();
   switch (command) {
     case 'serve':
-      return serve(rest);
+      return untilStopped(stop(), (startup, caught) => serve(rest, startup, caught));
     case 'worker':
-      return worker();
+      return untilStopped(stop(), worker);
     case 'migrate': {
       const db = await openDatabase(config());
       const applied = await migrate(db);
@@ -304,7 +371,7 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'demo':
-      return demoCommand(rest);
+      return demoCommand(rest, stop());
     case 'admin':
       return adminCommand(rest, config());
     default:

@@ -45,6 +45,8 @@ describe('configuration', () => {
     assert.equal(config.operatorUrl, 'http://127.0.0.1:8081');
     assert.equal(config.operatorToken, null);
     assert.equal(config.metricsPort, null);
+    assert.equal(config.healthPort, null);
+    assert.equal(config.healthHost, '0.0.0.0');
     assert.equal(loadConfig({ SVC_METRICS_PORT: '0' }).metricsPort, null);
     assert.equal(config.masterKey, null);
     assert.equal(config.logLevel, 'info');
@@ -69,6 +71,8 @@ describe('configuration', () => {
       SVC_OPERATOR_PORT: '9001',
       SVC_OPERATOR_TOKEN: TOKEN,
       SVC_METRICS_PORT: '9102',
+      SVC_HEALTH_HOST: '10.0.0.5',
+      SVC_HEALTH_PORT: '9103',
       SVC_OPERATOR_URL: 'http://ops:9001',
       SVC_MASTER_KEY: master,
       SVC_LOG_LEVEL: 'warn',
@@ -115,6 +119,8 @@ describe('configuration', () => {
         operatorPort: 9001,
         operatorToken: TOKEN,
         metricsPort: 9102,
+        healthHost: '10.0.0.5',
+        healthPort: 9103,
         operatorUrl: 'http://ops:9001',
         masterKey: master,
         logLevel: 'warn',
@@ -206,6 +212,7 @@ describe('configuration', () => {
       ['SVC_PORT', '65536'],
       ['SVC_OPERATOR_PORT', '-1'],
       ['SVC_METRICS_PORT', '70000'],
+      ['SVC_HEALTH_PORT', 'health'],
       ['SVC_LOG_LEVEL', 'verbose'],
       ['SVC_TRUST_PROXY', 'yes'],
       ['SVC_AUTH_CACHE_TTL_MS', '60001'],
@@ -265,5 +272,78 @@ describe('configuration', () => {
     assert.equal(config.rateLimits.perKey, 600);
     assert.equal(config.environment, 'live');
     assert.equal(config.operatorToken, null);
+  });
+});
+
+describe('every problem at once', () => {
+  const problemsOf = (env: Record<string, string>, needs = {}) => {
+    try {
+      loadConfig(env, needs);
+    } catch (error) {
+      assert.ok(error instanceof ConfigError, String(error));
+      return error;
+    }
+    assert.fail('accepted');
+  };
+
+  test('each bad variable is named in one message, with what it expects', () => {
+    const error = problemsOf({
+      SVC_PORT: 'http',
+      SVC_RATE_PER_KEY: '0',
+      DATABASE_URL: 'mysql://app:s3cret@db/svc',
+      REDIS_URL: 'cache:6379',
+      SVC_OPERATOR_TOKEN: 'short',
+    });
+    assert.deepEqual(
+      error.problems.map((p) => p.variable),
+      ['SVC_OPERATOR_TOKEN', 'DATABASE_URL', 'REDIS_URL', 'SVC_PORT', 'SVC_RATE_PER_KEY'],
+    );
+    const lines = error.message.split('\n');
+    assert.equal(lines.length, 5);
+    assert.ok(lines.includes('DATABASE_URL: must be a postgres:// or postgresql:// URL, got a mysql:// URL'));
+    assert.ok(
+      lines.includes(
+        'REDIS_URL: must be a redis:// or rediss:// URL, got a bare name or something else that is not a URL',
+      ),
+    );
+    assert.ok(lines.includes('SVC_PORT: must be a whole number, got "http"'));
+    assert.doesNotMatch(error.message, /s3cret/, 'a URL is never repeated: it may hold a password');
+  });
+
+  test('DATABASE_URL: a bare database name, or a URL without a host, is refused by name', () => {
+    for (const bad of ['base', 'svc_production', 'db:5432/svc', 'postgres://']) {
+      const error = problemsOf({ DATABASE_URL: bad });
+      assert.equal(error.variable, 'DATABASE_URL', bad);
+      assert.match(error.message, /^DATABASE_URL: must be a postgres:\/\/ or postgresql:\/\/ URL/);
+    }
+    for (const good of [
+      'postgres://db/svc',
+      'postgresql://app:pw@db:5432/svc?sslmode=require',
+      'postgres:///svc?host=/run/postgresql',
+    ]) {
+      assert.equal(loadConfig({ DATABASE_URL: good }).databaseUrl, good);
+    }
+    assert.equal(loadConfig({ REDIS_URL: 'rediss://cache:6380/1' }).redisUrl, 'rediss://cache:6380/1');
+  });
+
+  test('a missing operator token does not hide a missing master key', () => {
+    const error = problemsOf({ DATABASE_URL: 'postgres://db/svc' }, { operatorToken: true, masterKey: true });
+    assert.deepEqual(
+      error.problems.map((p) => p.variable),
+      ['SVC_OPERATOR_TOKEN', 'SVC_MASTER_KEY'],
+    );
+    assert.match(error.message, /SVC_MASTER_KEY: required when DATABASE_URL is set \(32 bytes/);
+    // Needed by the command only: the embedded database generates its key, svc admin needs neither.
+    assert.equal(loadConfig({}, { masterKey: true }).masterKey, null);
+    assert.equal(loadConfig({ DATABASE_URL: 'postgres://db/svc' }).masterKey, null);
+    const bad = problemsOf(
+      { DATABASE_URL: 'postgres://db/svc', SVC_MASTER_KEY: 'short' },
+      { masterKey: true },
+    );
+    assert.deepEqual(
+      bad.problems.map((p) => p.variable),
+      ['SVC_MASTER_KEY'],
+      'a bad key is named once',
+    );
   });
 });

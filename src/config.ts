@@ -1,5 +1,6 @@
-// The only place that reads process.env. Every variable is validated at start and a bad one
-// stops the process with a message that names it.
+// The only place that reads process.env. Every variable is validated at start, all of them at
+// once: one message lists every bad or missing variable, each with what it expects, so a deploy
+// is fixed in one round rather than one variable per restart.
 import { isIP } from 'node:net';
 
 export type Environment = 'live' | 'test';
@@ -59,6 +60,9 @@ export interface Config {
   operatorToken: string | null;
   /** `svc worker`: port of its /metrics listener on operatorHost; null (unset or 0) for none. */
   metricsPort: number | null;
+  /** The unauthenticated /livez and /readyz listener (serve and worker); null (unset or 0) for none. */
+  healthHost: string;
+  healthPort: number | null;
   /** Where `svc admin` finds the operator API. */
   operatorUrl: string;
   masterKey: Buffer | null;
@@ -88,36 +92,83 @@ export interface Config {
   webhooks: WebhookConfig;
 }
 
+export interface ConfigProblem {
+  variable: string;
+  reason: string;
+}
+
+/** Every bad or missing variable, one per line of the message (`VARIABLE: what it expects`). */
 export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    reason: string,
-  ) {
-    super(`${variable}: ${reason}`);
+  readonly problems: readonly ConfigProblem[];
+
+  constructor(problems: readonly ConfigProblem[]) {
+    super(problems.map((p) => `${p.variable}: ${p.reason}`).join('\n'));
+    this.problems = problems;
+  }
+
+  /** The first variable named. */
+  get variable(): string {
+    return this.problems[0]?.variable ?? '';
   }
 }
 
 type Env = Record<string, string | undefined>;
 
-function int(env: Env, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  const raw = env[name];
+/** The environment being read and the problems found so far: a bad value is noted, its default stands in. */
+class Reader {
+  readonly problems: ConfigProblem[] = [];
+  constructor(readonly env: Env) {}
+
+  refuse<T>(variable: string, reason: string, fallback: T): T {
+    this.problems.push({ variable, reason });
+    return fallback;
+  }
+}
+
+function int(r: Reader, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = r.env[name];
   if (raw === undefined || raw === '') return fallback;
-  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  if (!/^\d+$/.test(raw)) return r.refuse(name, `must be a whole number, got "${raw}"`, fallback);
   const value = Number(raw);
   if (value < min || value > max)
-    throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+    return r.refuse(name, `must be between ${min} and ${max}, got ${value}`, fallback);
   return value;
 }
 
-function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
-  const raw = env[name];
+function oneOf<T extends string>(r: Reader, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = r.env[name];
   if (raw === undefined || raw === '') return fallback;
-  if (!allowed.includes(raw as T)) throw new ConfigError(name, `must be one of ${allowed.join(', ')}`);
+  if (!allowed.includes(raw as T)) return r.refuse(name, `must be one of ${allowed.join(', ')}`, fallback);
   return raw as T;
 }
 
-function bool(env: Env, name: string, fallback: boolean): boolean {
-  return oneOf(env, name, ['true', 'false'], fallback ? 'true' : 'false') === 'true';
+function bool(r: Reader, name: string, fallback: boolean): boolean {
+  return oneOf(r, name, ['true', 'false'], fallback ? 'true' : 'false') === 'true';
+}
+
+/**
+ * A URL with one of `schemes`, or null when unset. The value is never repeated in the message: a
+ * database or Redis URL holds a password.
+ */
+function url(r: Reader, name: string, schemes: readonly string[]): string | null {
+  const raw = r.env[name];
+  if (raw === undefined || raw === '') return null;
+  const expected = `must be a ${schemes.map((s) => `${s}//`).join(' or ')} URL`;
+  let parsed: URL | null = null;
+  try {
+    // Without a scheme (`db:5432`, a bare database name) it is no URL, whatever URL() makes of it.
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) parsed = new URL(raw);
+  } catch {}
+  if (parsed === null) {
+    return r.refuse(name, `${expected}, got a bare name or something else that is not a URL`, null);
+  }
+  if (!schemes.includes(parsed.protocol)) {
+    return r.refuse(name, `${expected}, got a ${parsed.protocol}// URL`, null);
+  }
+  if (parsed.hostname === '' && !parsed.searchParams.has('host')) {
+    return r.refuse(name, `${expected} with a host, got none`, null);
+  }
+  return raw;
 }
 
 function isAddressOrRange(entry: string): boolean {
@@ -128,31 +179,33 @@ function isAddressOrRange(entry: string): boolean {
   return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
 }
 
-function trustProxy(env: Env, name: string): boolean | number | string[] {
-  const raw = env[name]?.trim();
+function trustProxy(r: Reader, name: string): boolean | number | string[] {
+  const raw = r.env[name]?.trim();
   if (raw === undefined || raw === '' || raw === 'false') return false;
   if (raw === 'true') return true;
-  if (/^\d+$/.test(raw)) return int(env, name, 0, 1, 20);
+  if (/^\d+$/.test(raw)) return int(r, name, 0, 1, 20) || false;
   const entries = raw.split(',').map((e) => e.trim());
   const bad = entries.find((e) => !isAddressOrRange(e));
   if (bad !== undefined) {
-    throw new ConfigError(
+    return r.refuse(
       name,
       `must be false, a number of proxy hops, or a comma-separated list of proxy addresses or CIDR ranges; "${bad}" is none of these`,
+      false,
     );
   }
   return entries;
 }
 
-function ranges(env: Env, name: string): string[] {
-  const raw = env[name]?.trim();
+function ranges(r: Reader, name: string): string[] {
+  const raw = r.env[name]?.trim();
   if (!raw) return [];
   const entries = raw.split(',').map((e) => e.trim());
   const bad = entries.find((e) => !isAddressOrRange(e));
   if (bad !== undefined) {
-    throw new ConfigError(
+    return r.refuse(
       name,
       `must be a comma-separated list of addresses or CIDR ranges; "${bad}" is neither`,
+      [],
     );
   }
   return entries;
@@ -161,103 +214,149 @@ function ranges(env: Env, name: string): string[] {
 export const DEFAULT_RETRY_GAPS_S = [30, 60, 120, 240, 480, 960, 1920];
 
 /** Seven gaps in seconds (decimals allowed, so tests can compress the schedule). */
-function retryGaps(env: Env, name: string): number[] {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return DEFAULT_RETRY_GAPS_S.map((s) => s * 1000);
+function retryGaps(r: Reader, name: string): number[] {
+  const raw = r.env[name];
+  const fallback = DEFAULT_RETRY_GAPS_S.map((s) => s * 1000);
+  if (raw === undefined || raw === '') return fallback;
   const parts = raw.split(',').map((p) => p.trim());
   if (parts.length !== 7 || parts.some((p) => !/^\d{1,6}(\.\d{1,3})?$/.test(p))) {
-    throw new ConfigError(name, `must be seven comma-separated numbers of seconds, got "${raw}"`);
+    return r.refuse(name, `must be seven comma-separated numbers of seconds, got "${raw}"`, fallback);
   }
   return parts.map((p) => Math.round(Number(p) * 1000));
 }
 
-function webhookConfig(env: Env): WebhookConfig {
-  const timeoutMs = int(env, 'SVC_WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000);
-  const leaseMs = int(env, 'SVC_WEBHOOK_LEASE_SECONDS', 60, 1, 3600) * 1000;
+function webhookConfig(r: Reader): WebhookConfig {
+  const { env } = r;
+  const timeoutMs = int(r, 'SVC_WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000);
+  const leaseMs = int(r, 'SVC_WEBHOOK_LEASE_SECONDS', 60, 1, 3600) * 1000;
   if (leaseMs < timeoutMs + 1000) {
-    throw new ConfigError('SVC_WEBHOOK_LEASE_SECONDS', 'must exceed SVC_WEBHOOK_TIMEOUT_MS by at least 1 s');
+    r.refuse('SVC_WEBHOOK_LEASE_SECONDS', 'must exceed SVC_WEBHOOK_TIMEOUT_MS by at least 1 s', null);
   }
   // A hanging attempt costs a socket, not a core: 128 leaves room beside a tenant whose ten
   // webhooks hang for the whole time-out (40 attempts at the default bound of 4).
-  const concurrency = int(env, 'SVC_WEBHOOK_CONCURRENCY', 128, 1, 1000);
-  const pollMs = int(env, 'SVC_WEBHOOK_POLL_MS', 1000, 20, 60_000);
-  const workerLeaseMs = int(env, 'SVC_WEBHOOK_WORKER_LEASE_MS', 10_000, 100, 600_000);
+  const concurrency = int(r, 'SVC_WEBHOOK_CONCURRENCY', 128, 1, 1000);
+  const pollMs = int(r, 'SVC_WEBHOOK_POLL_MS', 1000, 20, 60_000);
+  const workerLeaseMs = int(r, 'SVC_WEBHOOK_WORKER_LEASE_MS', 10_000, 100, 600_000);
   if (workerLeaseMs < 3 * pollMs) {
-    throw new ConfigError('SVC_WEBHOOK_WORKER_LEASE_MS', 'must be at least three times SVC_WEBHOOK_POLL_MS');
+    r.refuse('SVC_WEBHOOK_WORKER_LEASE_MS', 'must be at least three times SVC_WEBHOOK_POLL_MS', null);
   }
   return {
-    allowPrivateTargets: bool(env, 'SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
-    allowedPrivateRanges: ranges(env, 'SVC_WEBHOOK_ALLOWED_PRIVATE_RANGES'),
-    dnsTimeoutMs: int(env, 'SVC_WEBHOOK_DNS_TIMEOUT_MS', 3000, 50, 30_000),
+    allowPrivateTargets: bool(r, 'SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
+    allowedPrivateRanges: ranges(r, 'SVC_WEBHOOK_ALLOWED_PRIVATE_RANGES'),
+    dnsTimeoutMs: int(r, 'SVC_WEBHOOK_DNS_TIMEOUT_MS', 3000, 50, 30_000),
     caFile: env.SVC_WEBHOOK_CA_FILE || null,
-    retryGapsMs: retryGaps(env, 'SVC_WEBHOOK_RETRY_SCHEDULE'),
+    retryGapsMs: retryGaps(r, 'SVC_WEBHOOK_RETRY_SCHEDULE'),
     timeoutMs,
     leaseMs,
     concurrency,
-    concurrencyPerWebhook: int(env, 'SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK', 4, 1, concurrency),
-    batchMs: int(env, 'SVC_WEBHOOK_BATCH_MS', 2, 0, 1000),
-    idleGapMs: int(env, 'SVC_WEBHOOK_IDLE_GAP_MS', 50, 0, 60_000),
+    concurrencyPerWebhook: int(r, 'SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK', 4, 1, concurrency),
+    batchMs: int(r, 'SVC_WEBHOOK_BATCH_MS', 2, 0, 1000),
+    idleGapMs: int(r, 'SVC_WEBHOOK_IDLE_GAP_MS', 50, 0, 60_000),
     pollMs,
     workerLeaseMs,
-    embeddedWorker: oneOf(env, 'SVC_WEBHOOK_WORKER', ['on', 'off'], 'on') === 'on',
+    embeddedWorker: oneOf(r, 'SVC_WEBHOOK_WORKER', ['on', 'off'], 'on') === 'on',
   };
 }
+
+const MASTER_KEY_FORM = '32 bytes as 64 hex characters or base64';
 
 /** A master key is 32 bytes, given as 64 hex characters or as base64. */
 export function parseMasterKey(raw: string, name = 'SVC_MASTER_KEY'): Buffer {
   const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
-  if (key.length !== 32) throw new ConfigError(name, 'must be 32 bytes as 64 hex characters or base64');
+  if (key.length !== 32) throw new ConfigError([{ variable: name, reason: `must be ${MASTER_KEY_FORM}` }]);
   return key;
 }
 
-export function loadConfig(env: Env = process.env): Config {
-  const operatorToken = env.SVC_OPERATOR_TOKEN || null;
-  if (operatorToken !== null && operatorToken.length < 32) {
-    throw new ConfigError('SVC_OPERATOR_TOKEN', 'must be at least 32 characters');
+function masterKey(r: Reader): Buffer | null {
+  const raw = r.env.SVC_MASTER_KEY;
+  if (!raw) return null;
+  try {
+    return parseMasterKey(raw);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    r.problems.push(...error.problems);
+    return null;
   }
-  const eventRetentionDays = int(env, 'SVC_EVENT_RETENTION_DAYS', 30, 30, 3650);
+}
+
+/** What the command about to run needs besides valid values. */
+export interface Needs {
+  /** `svc serve` without --demo: the operator API cannot start without its token. */
+  operatorToken?: boolean;
+  /** A command that opens the database: on a server database the master key is given, not generated. */
+  masterKey?: boolean;
+}
+
+/** Variables that are required for this command and missing, in the same list as the bad ones. */
+function missing(r: Reader, config: Config, needs: Needs): void {
+  if (needs.operatorToken && config.operatorToken === null && !r.env.SVC_OPERATOR_TOKEN) {
+    r.refuse('SVC_OPERATOR_TOKEN', 'required (at least 32 characters) to start the operator API', null);
+  }
+  if (needs.masterKey && config.databaseUrl && !r.env.SVC_MASTER_KEY) {
+    r.refuse('SVC_MASTER_KEY', `required when DATABASE_URL is set (${MASTER_KEY_FORM})`, null);
+  }
+}
+
+export function loadConfig(env: Env = process.env, needs: Needs = {}): Config {
+  const r = new Reader(env);
+  const config = readConfig(r);
+  missing(r, config, needs);
+  if (r.problems.length > 0) throw new ConfigError(r.problems);
+  return config;
+}
+
+function readConfig(r: Reader): Config {
+  const { env } = r;
+  let operatorToken = env.SVC_OPERATOR_TOKEN || null;
+  if (operatorToken !== null && operatorToken.length < 32) {
+    operatorToken = r.refuse('SVC_OPERATOR_TOKEN', 'must be at least 32 characters', null);
+  }
+  const eventRetentionDays = int(r, 'SVC_EVENT_RETENTION_DAYS', 30, 30, 3650);
+  const operatorPort = int(r, 'SVC_OPERATOR_PORT', 8081, 0, 65535);
   return {
-    environment: oneOf(env, 'SVC_ENVIRONMENT', ['live', 'test'], 'live'),
-    databaseUrl: env.DATABASE_URL || null,
+    environment: oneOf(r, 'SVC_ENVIRONMENT', ['live', 'test'], 'live'),
+    databaseUrl: url(r, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     dataDir: env.SVC_DATA_DIR || './data',
-    redisUrl: env.REDIS_URL || null,
+    redisUrl: url(r, 'REDIS_URL', ['redis:', 'rediss:']),
     host: env.SVC_HOST || '0.0.0.0',
-    port: int(env, 'SVC_PORT', 8080, 0, 65535),
+    port: int(r, 'SVC_PORT', 8080, 0, 65535),
     operatorHost: env.SVC_OPERATOR_HOST || '127.0.0.1',
-    operatorPort: int(env, 'SVC_OPERATOR_PORT', 8081, 0, 65535),
+    operatorPort,
     operatorToken,
-    metricsPort: int(env, 'SVC_METRICS_PORT', 0, 0, 65535) || null,
-    operatorUrl: env.SVC_OPERATOR_URL || `http://127.0.0.1:${int(env, 'SVC_OPERATOR_PORT', 8081, 0, 65535)}`,
-    masterKey: env.SVC_MASTER_KEY ? parseMasterKey(env.SVC_MASTER_KEY) : null,
+    metricsPort: int(r, 'SVC_METRICS_PORT', 0, 0, 65535) || null,
+    healthHost: env.SVC_HEALTH_HOST || '0.0.0.0',
+    healthPort: int(r, 'SVC_HEALTH_PORT', 0, 0, 65535) || null,
+    operatorUrl: env.SVC_OPERATOR_URL || `http://127.0.0.1:${operatorPort}`,
+    masterKey: masterKey(r),
     logLevel: oneOf(
-      env,
+      r,
       'SVC_LOG_LEVEL',
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
       'info',
     ),
     logFormat: oneOf(
-      env,
+      r,
       'SVC_LOG_FORMAT',
       ['auto', 'json', 'pretty'],
       env.NODE_ENV === 'production' ? 'json' : 'auto',
     ),
-    authCacheTtlMs: int(env, 'SVC_AUTH_CACHE_TTL_MS', 5000, 0, 60_000),
-    statementTimeoutMs: int(env, 'SVC_DB_STATEMENT_TIMEOUT_MS', 15_000, 100, 600_000),
-    dbPoolWaitMs: int(env, 'SVC_DB_POOL_WAIT_MS', 2000, 50, 60_000),
-    dbPoolSize: int(env, 'SVC_DB_POOL_SIZE', 20, 2, 1000),
-    requestTimeoutMs: int(env, 'SVC_REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000),
-    shutdownGraceMs: int(env, 'SVC_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
-    trustProxy: trustProxy(env, 'SVC_TRUST_PROXY'),
+    authCacheTtlMs: int(r, 'SVC_AUTH_CACHE_TTL_MS', 5000, 0, 60_000),
+    statementTimeoutMs: int(r, 'SVC_DB_STATEMENT_TIMEOUT_MS', 15_000, 100, 600_000),
+    dbPoolWaitMs: int(r, 'SVC_DB_POOL_WAIT_MS', 2000, 50, 60_000),
+    dbPoolSize: int(r, 'SVC_DB_POOL_SIZE', 20, 2, 1000),
+    requestTimeoutMs: int(r, 'SVC_REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000),
+    shutdownGraceMs: int(r, 'SVC_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    trustProxy: trustProxy(r, 'SVC_TRUST_PROXY'),
     rateLimits: {
-      windowMs: int(env, 'SVC_RATE_WINDOW_MS', 60_000, 1000),
-      perKey: int(env, 'SVC_RATE_PER_KEY', 600, 1),
-      perOrganization: int(env, 'SVC_RATE_PER_ORGANIZATION', 1200, 1),
-      perEndpoint: int(env, 'SVC_RATE_PER_ENDPOINT', 300, 1),
-      authFailuresPerIp: int(env, 'SVC_RATE_AUTH_FAILURES_PER_IP', 60, 1),
+      windowMs: int(r, 'SVC_RATE_WINDOW_MS', 60_000, 1000),
+      perKey: int(r, 'SVC_RATE_PER_KEY', 600, 1),
+      perOrganization: int(r, 'SVC_RATE_PER_ORGANIZATION', 1200, 1),
+      perEndpoint: int(r, 'SVC_RATE_PER_ENDPOINT', 300, 1),
+      authFailuresPerIp: int(r, 'SVC_RATE_AUTH_FAILURES_PER_IP', 60, 1),
     },
     eventRetentionDays,
-    idempotencyRetentionHours: int(env, 'SVC_IDEMPOTENCY_RETENTION_HOURS', 24, 1, 24 * 30),
-    idempotencyClaimTimeoutMs: int(env, 'SVC_IDEMPOTENCY_CLAIM_TIMEOUT_MS', 5 * 60_000, 1000),
-    webhooks: webhookConfig(env),
+    idempotencyRetentionHours: int(r, 'SVC_IDEMPOTENCY_RETENTION_HOURS', 24, 1, 24 * 30),
+    idempotencyClaimTimeoutMs: int(r, 'SVC_IDEMPOTENCY_CLAIM_TIMEOUT_MS', 5 * 60_000, 1000),
+    webhooks: webhookConfig(r),
   };
 }

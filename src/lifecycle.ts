@@ -73,3 +73,66 @@ export async function shutdown(
   }
   return report;
 }
+
+/** A stop signal arrived while the process was starting: what started is stopped, the exit is 0. */
+export class StartInterrupted extends Error {
+  constructor(readonly signal: NodeJS.Signals) {
+    super(`${signal} during start-up`);
+  }
+}
+
+/**
+ * The start-up of a long-running command: each part that starts says how it stops, and after each
+ * one a stop signal received meanwhile ends the start-up (StartInterrupted). `unwind` then stops
+ * what started, newest first, so a signal at any point leaves nothing running.
+ */
+export class Startup {
+  private readonly stops: { name: string; stop: () => unknown }[] = [];
+  /** The process's log, once the command has made it: each step is logged at debug. */
+  logger: FastifyBaseLogger | undefined;
+
+  constructor(private readonly signals: { received(): NodeJS.Signals | null }) {}
+
+  /** The configuration is read and the log made: the first step. */
+  begin(logger: FastifyBaseLogger): void {
+    this.logger = logger;
+    logger.debug({ step: 'configuration' }, 'start-up');
+    this.checkpoint();
+  }
+
+  /** Waits for a part, remembers how to stop it, then ends the start-up if a signal came. */
+  async step<T>(name: string, starting: Promise<T>, stop?: (part: T) => unknown): Promise<T> {
+    const part = await starting;
+    if (stop) this.stops.push({ name, stop: () => stop(part) });
+    this.logger?.debug({ step: name }, 'start-up');
+    this.checkpoint();
+    return part;
+  }
+
+  /** Remembers how to stop a part started without waiting. */
+  started(name: string, stop: () => unknown): void {
+    this.stops.push({ name, stop });
+  }
+
+  /** The start-up is over: from now on the command stops its parts itself. */
+  finish(): void {
+    this.checkpoint();
+    this.stops.length = 0;
+  }
+
+  checkpoint(): void {
+    const signal = this.signals.received();
+    if (signal) throw new StartInterrupted(signal);
+  }
+
+  /** Stops what started, newest first; a part that fails to stop does not keep the others up. */
+  async unwind(): Promise<void> {
+    for (const { name, stop } of this.stops.splice(0).reverse()) {
+      try {
+        await stop();
+      } catch (error) {
+        this.logger?.error({ err: error, part: name }, 'stopping failed');
+      }
+    }
+  }
+}

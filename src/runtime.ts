@@ -11,6 +11,7 @@ import { buildName, migrate } from './db/migrate.js';
 import { createDeliveryMetrics } from './delivery/metrics.js';
 import { createSender } from './delivery/send.js';
 import { startWorker, type Worker } from './delivery/worker.js';
+import { answerProbe, defaultReadinessChecks } from './health.js';
 import { createIdentityCache } from './http/auth.js';
 import { createCursorCodec } from './http/cursor.js';
 import { createMetrics, type Metrics, metricsText } from './http/metrics.js';
@@ -18,6 +19,7 @@ import { prettyStream, wantsPretty } from './log-pretty.js';
 import { createLogger } from './logger.js';
 import { withFallback } from './ratelimit/fallback.js';
 import { createMemoryStore } from './ratelimit/memory.js';
+import { createMirror } from './ratelimit/mirror.js';
 import { createRedisStore } from './ratelimit/redis.js';
 import type { RateLimitStore } from './ratelimit/store.js';
 import { createTargetResolver } from './security/resolver.js';
@@ -77,9 +79,17 @@ function createLimiter(config: Config, logger: Deps['logger'], now: () => number
   if (!config.redisUrl) return createMemoryStore(now);
   return withFallback({
     primary: createRedisStore({ url: config.redisUrl, now }),
-    fallback: createMemoryStore(now),
+    local: createMirror(now),
     onFallback: (error) =>
-      logger.error({ err: error }, 'Redis unreachable: rate limits are per process until it is back'),
+      logger.error(
+        { err: error },
+        'Redis unreachable: rate limits are decided by each process from its copy of the shared windows until it is back',
+      ),
+    onStall: (error) =>
+      logger.warn(
+        { err: error },
+        'Redis did not answer in time: this request was decided from the local copy',
+      ),
     onRecovery: (downMs) =>
       logger.warn({ down_ms: downMs }, 'Redis answers again: rate limits are shared again'),
   });
@@ -93,15 +103,15 @@ export function processLogger(config: Config, isTTY = process.stdout.isTTY): Fas
   );
 }
 
-export async function createDeps(config: Config, db: Db): Promise<Deps> {
+export async function createDeps(config: Config, db: Db, logger = processLogger(config)): Promise<Deps> {
   const now = Date.now;
   const masterKey = await resolveMasterKey(config);
   await migrate(db);
-  const logger = processLogger(config);
   return {
     config,
     db,
     logger,
+    readinessChecks: defaultReadinessChecks(db),
     identities: createIdentityCache(db, config.authCacheTtlMs, now),
     limiter: createLimiter(config, logger, now),
     metrics: createMetrics(),
@@ -176,13 +186,19 @@ export interface MetricsListener {
  * `svc worker` has no HTTP application, so its metrics (the delivery counters and gauges, and
  * node's own) get a listener of their own: GET /metrics on SVC_OPERATOR_HOST (127.0.0.1 by
  * default) at SVC_METRICS_PORT, without a token, like a Prometheus exporter. It only reads: the
- * queue-depth gauge is one grouped count per scrape. Off when the port is unset or 0.
+ * queue-depth gauge is one grouped count per scrape. It also answers the probes /livez and
+ * /readyz (src/health.ts). Off when the port is unset or 0.
  */
 export async function startMetricsListener(deps: Deps): Promise<MetricsListener | null> {
   const port = deps.config.metricsPort;
   if (port === null) return null;
   const { registry } = deps.metrics;
+  const probes = {
+    logger: deps.logger,
+    readinessChecks: deps.readinessChecks ?? defaultReadinessChecks(deps.db),
+  };
   const server = createServer((req, res) => {
+    if (answerProbe(probes, req, res)) return;
     const path = (req.url ?? '').split('?')[0];
     if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
       res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found\n');

@@ -3,6 +3,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.js';
 import type { Db } from '../db/db.js';
+import type { ReadinessCheck } from '../health.js';
 import type { IdentityCache } from '../http/auth.js';
 import type { CursorCodec } from '../http/cursor.js';
 import type { Metrics } from '../http/metrics.js';
@@ -23,4 +24,9 @@ export interface Deps {
   /** Resolves webhook hosts for the SSRF guard (src/security/resolver.ts), shared by the API and a worker on the same thread. */
   resolve?: Resolver;
   now: () => number;
+  /**
+   * What readiness requires (the probes and the operator's /readyz); the database and the
+   * migrations when absent. A check added here counts everywhere readiness is asked.
+   */
+  readinessChecks?: ReadinessCheck[];
 }

@@ -15,7 +15,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { Db, Queryable } from './db.js';
 
-const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
+export const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 const ENGINE_FILE = fileURLToPath(new URL('./engine.sql', import.meta.url));
 /** engine.sql's row in schema_migrations (no migration file has this name). */
 const ENGINE_ROW = '~engine.sql';

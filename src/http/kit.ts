@@ -167,6 +167,22 @@ export function allowedMethods(app: App, url: string): Set<string> {
   return allowed;
 }
 
+/** The one error without envelope or request id: answered by the server, before the API. */
+function methodNotAllowed(reply: FastifyReply, allowed: Set<string>): FastifyReply {
+  reply.removeHeader(REQUEST_ID_HEADER);
+  return reply
+    .code(405)
+    .header('allow', [...allowed].sort().join(', '))
+    .type('text/plain; charset=utf-8')
+    .send('Method Not Allowed');
+}
+
+/** HTTP/1.1 requires Host (RFC 9112, 3.2); HTTP/1.0 may omit it, as Node's own check allows. */
+function hostMissing(request: FastifyRequest): AppError | undefined {
+  if (request.headers.host !== undefined || request.raw.httpVersion !== '1.1') return undefined;
+  return new AppError('validation_error', { param: 'Host' }, 'Falta la cabecera Host.');
+}
+
 export function createHttpApp(options: KitOptions): App {
   const app = Fastify({
     loggerInstance: options.logger,
@@ -175,15 +191,18 @@ export function createHttpApp(options: KitOptions): App {
     bodyLimit: BODY_LIMIT,
     trustProxy: trustProxyOption(options.trustProxy ?? false),
     requestTimeout: options.requestTimeoutMs ?? 0,
-    ...(options.requestTimeoutMs
-      ? {
-          http: {
+    http: {
+      // Node answers an HTTP/1.1 request without Host with a bare 400 of its own; the kit answers
+      // it instead, with the envelope and a request id (hostMissing below).
+      requireHostHeader: false,
+      ...(options.requestTimeoutMs
+        ? {
             requestTimeout: options.requestTimeoutMs,
             headersTimeout: options.requestTimeoutMs,
             connectionsCheckingInterval: checkingInterval(options.requestTimeoutMs),
-          },
-        }
-      : {}),
+          }
+        : {}),
+    },
     clientErrorHandler: clientErrorAnswer,
     // Answered by the kit's own hook instead, with the envelope (see `closing` below).
     return503OnClosing: false,
@@ -250,10 +269,19 @@ export function createHttpApp(options: KitOptions): App {
   // no extra turn of the microtask queue per hook and request.
   app.addHook('onRequest', (request, reply, done) => {
     deadlines?.start(reply);
+    // A method the path lacks is answered before anything reads the body: a malformed body sent
+    // with it is never parsed, so it cannot turn the 405 into a 400.
+    if (request.is404) {
+      const allowed = allowedMethods(app, request.url);
+      if (allowed.size > 0) {
+        methodNotAllowed(reply, allowed);
+        return;
+      }
+    }
     reply.header(REQUEST_ID_HEADER, request.id);
     // Answers carry personal data and prices: no shared cache may keep them.
     reply.header('cache-control', 'no-store');
-    done(closing ? new AppError('unavailable') : undefined);
+    done(closing ? new AppError('unavailable') : hostMissing(request));
   });
 
   // The first onSend hook of every answer (hooks of the routes run after it): the answer is
@@ -312,15 +340,7 @@ export function createHttpApp(options: KitOptions): App {
 
   app.setNotFoundHandler((request, reply) => {
     const allowed = allowedMethods(app, request.url);
-    if (allowed.size > 0) {
-      // The one error without envelope or request id: answered by the server, before the API.
-      reply.removeHeader(REQUEST_ID_HEADER);
-      return reply
-        .code(405)
-        .header('allow', [...allowed].sort().join(', '))
-        .type('text/plain; charset=utf-8')
-        .send('Method Not Allowed');
-    }
+    if (allowed.size > 0) return methodNotAllowed(reply, allowed);
     return reply
       .code(404)
       .type('application/json')

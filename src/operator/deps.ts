@@ -1,6 +1,7 @@
 // What operator routes may use, declared here rather than taken from the composition root.
 import type { Config } from '../config.js';
 import type { Db } from '../db/db.js';
+import type { ReadinessCheck } from '../health.js';
 import type { IdentityCache } from '../http/auth.js';
 import type { CursorCodec } from '../http/cursor.js';
 import type { Metrics } from '../http/metrics.js';
@@ -12,4 +13,5 @@ export interface OperatorDeps {
   metrics: Metrics;
   cursors: CursorCodec;
   now?: () => number;
+  readinessChecks?: readonly ReadinessCheck[];
 }

@@ -1,6 +1,7 @@
 // What the server answers by itself, over a real socket: a client trickling its headers or its
 // body is dropped within SVC_REQUEST_TIMEOUT_MS with a 408, oversized headers are a 431 and
-// unparseable bytes a 400, each with the contract's envelope and a request id.
+// unparseable bytes or an HTTP/1.1 request without Host a 400, each with the contract's envelope
+// and a request id; a method the route lacks is the 405 before its body is read.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { serviceForFile } from '../support/context.js';
@@ -57,4 +58,36 @@ test('oversized headers are a 431 with the envelope', async () => {
 test('bytes that are not HTTP are a 400 with the envelope', async () => {
   const res = await exchange('GET /api/v1/integrations/me HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n');
   assertEnvelope(res, 400, 'validation_error');
+});
+
+test('an HTTP/1.1 request without Host is a 400 with the envelope and a request id', async () => {
+  const res = await exchange(
+    `GET /api/v1/integrations/me HTTP/1.1\r\nAuthorization: Bearer ${t.key}\r\nConnection: close\r\n\r\n`,
+  );
+  assertEnvelope(res, 400, 'validation_error');
+  assert.deepEqual(res.body.error.details, { param: 'Host' });
+  // HTTP/1.0 may omit it: such a request is served.
+  const old = await exchange(
+    `GET /api/v1/integrations/me HTTP/1.0\r\nAuthorization: Bearer ${t.key}\r\n\r\n`,
+  );
+  assert.equal(old.status, 200, JSON.stringify(old));
+});
+
+test('a method the route lacks, sent with malformed JSON, is the 405 before the body is read', async () => {
+  for (const body of ['{"external_id": ', '\u0000not json', '{}']) {
+    const res = await exchange(
+      `POST /api/v1/integrations/me HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+    assert.equal(res.status, 405, JSON.stringify(res));
+    assert.equal(res.headers.allow, 'GET');
+    assert.equal(res.headers['x-svc-request-id'], undefined);
+    assert.equal(res.body, 'Method Not Allowed');
+  }
+  // Announced and never sent: answered at once all the same, not after the request time-out.
+  const res = await exchange(
+    'PATCH /api/v1/integrations/me HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+      'Content-Length: 100\r\nConnection: close\r\n\r\n{',
+  );
+  assert.equal(res.status, 405, JSON.stringify(res));
 });
