@@ -42,7 +42,8 @@ test('livez and readyz answer without a credential and say nothing else', async 
 
 test('a migration of this release not applied: not ready; the operator sees which', async () => {
   const [last] = await svc.db.query<{ name: string; checksum: string }>(
-    'SELECT name, checksum FROM schema_migrations ORDER BY name DESC LIMIT 1',
+    // The last migration file (engine.sql's row, `~engine.sql`, is not one).
+    "SELECT name, checksum FROM schema_migrations WHERE name <> '~engine.sql' ORDER BY name DESC LIMIT 1",
   );
   assert.ok(last);
   await svc.db.query('DELETE FROM schema_migrations WHERE name = $1', [last.name]);
