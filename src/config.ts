@@ -71,6 +71,8 @@ export interface Config {
   /** Where `svc admin` finds the operator API. */
   operatorUrl: string;
   masterKey: Buffer | null;
+  /** Older (or not yet current) master keys: they open sealed secrets and verify cursors, never seal or sign. */
+  masterKeyFallbacks: Buffer[];
   logLevel: string;
   /** auto: readable lines on a terminal, JSON elsewhere; JSON by default when NODE_ENV=production. */
   logFormat: 'auto' | 'json' | 'pretty';
@@ -213,6 +215,23 @@ export function parseMasterKey(raw: string, name = 'SVC_MASTER_KEY'): Buffer {
   return key;
 }
 
+/** Comma-separated master keys, each as SVC_MASTER_KEY takes it; a key listed twice counts once. */
+function masterKeys(env: Env, name: string): Buffer[] {
+  const raw = env[name]?.trim();
+  if (!raw) return [];
+  const keys = raw.split(',').map((entry, i) => {
+    try {
+      return parseMasterKey(entry.trim(), name);
+    } catch {
+      throw new ConfigError(
+        name,
+        `must be a comma-separated list of master keys (32 bytes each, as 64 hex characters or base64); entry ${i + 1} is not one`,
+      );
+    }
+  });
+  return keys.filter((k, i) => keys.findIndex((o) => o.equals(k)) === i);
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const operatorToken = env.SVC_OPERATOR_TOKEN || null;
   if (operatorToken !== null && operatorToken.length < 32) {
@@ -232,6 +251,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsPort: int(env, 'SVC_METRICS_PORT', 0, 0, 65535) || null,
     operatorUrl: env.SVC_OPERATOR_URL || `http://127.0.0.1:${int(env, 'SVC_OPERATOR_PORT', 8081, 0, 65535)}`,
     masterKey: env.SVC_MASTER_KEY ? parseMasterKey(env.SVC_MASTER_KEY) : null,
+    masterKeyFallbacks: masterKeys(env, 'SVC_MASTER_KEY_FALLBACKS'),
     logLevel: oneOf(
       env,
       'SVC_LOG_LEVEL',

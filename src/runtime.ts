@@ -21,8 +21,9 @@ import { withFallback } from './ratelimit/fallback.js';
 import { createMemoryStore } from './ratelimit/memory.js';
 import { createRedisStore } from './ratelimit/redis.js';
 import type { RateLimitStore } from './ratelimit/store.js';
+import { assertMasterKeyOpens } from './security/master-key.js';
 import { createTargetResolver } from './security/resolver.js';
-import { createSecretBox, newMasterKey } from './security/secrets.js';
+import { createSecretBox, newMasterKey, type SecretBox } from './security/secrets.js';
 import { targetPolicy } from './security/url-guard.js';
 
 export async function openDatabase(config: Config, logger = createLogger(config.logLevel)): Promise<Db> {
@@ -74,6 +75,11 @@ export async function resolveMasterKey(config: Config): Promise<Buffer> {
   return Buffer.from(hex, 'hex');
 }
 
+/** Seals under the master key, opens under it and SVC_MASTER_KEY_FALLBACKS (the keyring). */
+export async function secretBoxOf(config: Config): Promise<SecretBox> {
+  return createSecretBox(await resolveMasterKey(config), config.masterKeyFallbacks);
+}
+
 function createLimiter(config: Config, logger: Deps['logger'], now: () => number): RateLimitStore {
   if (!config.redisUrl) return createMemoryStore(now);
   return withFallback({
@@ -97,7 +103,10 @@ export function processLogger(config: Config, isTTY = process.stdout.isTTY): Fas
 export async function createDeps(config: Config, db: Db): Promise<Deps> {
   const now = Date.now;
   const masterKey = await resolveMasterKey(config);
+  const secrets = createSecretBox(masterKey, config.masterKeyFallbacks);
   await migrate(db);
+  // A key that does not open what is stored would fail every delivery: refuse to start instead.
+  await assertMasterKeyOpens(db, secrets);
   const logger = processLogger(config);
   return {
     config,
@@ -106,8 +115,14 @@ export async function createDeps(config: Config, db: Db): Promise<Deps> {
     identities: createIdentityCache(db, config.authCacheTtlMs, now),
     limiter: createLimiter(config, logger, now),
     metrics: createMetrics(),
-    cursors: createCursorCodec({ db, masterKey, refreshMs: config.authCacheTtlMs, now }),
-    secrets: createSecretBox(masterKey),
+    cursors: createCursorCodec({
+      db,
+      masterKey,
+      fallbackMasterKeys: config.masterKeyFallbacks,
+      refreshMs: config.authCacheTtlMs,
+      now,
+    }),
+    secrets,
     // One resolver, so the API and a worker on the same thread share its cache.
     resolve: createTargetResolver({ timeoutMs: config.webhooks.dnsTimeoutMs }),
     now,

@@ -4,6 +4,7 @@ import { type App, createHttpApp } from '../http/kit.js';
 import { deliveryRoutes } from '../operator/deliveries.js';
 import { feedRoutes } from '../operator/feed/routes.js';
 import { integrationRoutes } from '../operator/integrations.js';
+import { masterKeyRoutes } from '../operator/master-key.js';
 import { organizationRoutes } from '../operator/organizations.js';
 import { systemRoutes } from '../operator/system.js';
 import { safeEqual } from '../security/secrets.js';
@@ -33,6 +34,7 @@ export async function buildOperatorApp(deps: Deps, token: string): Promise<App> 
       integrationRoutes(scoped, deps);
       feedRoutes(scoped, deps);
       deliveryRoutes(scoped, deps);
+      masterKeyRoutes(scoped, deps);
     },
     { prefix: OPERATOR_PREFIX },
   );

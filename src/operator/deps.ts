@@ -4,6 +4,7 @@ import type { Db } from '../db/db.js';
 import type { IdentityCache } from '../http/auth.js';
 import type { CursorCodec } from '../http/cursor.js';
 import type { Metrics } from '../http/metrics.js';
+import type { SecretBox } from '../security/secrets.js';
 
 export interface OperatorDeps {
   db: Db;
@@ -11,5 +12,7 @@ export interface OperatorDeps {
   config: Config;
   metrics: Metrics;
   cursors: CursorCodec;
+  /** The master-key ring: what the operator's re-seal seals under and opens with. */
+  secrets: SecretBox;
   now?: () => number;
 }
