@@ -58,3 +58,13 @@ test('deliveries replay: the operator route with its filters; the webhook is req
   );
   assert.throws(() => adminRequest(words('deliveries replay --since 2026-11-01T00:00:00Z')), /--webhook/);
 });
+
+test('master-key: status reads, rotate posts a batch of the size given', () => {
+  assert.deepEqual(adminRequest(words('master-key status')), ['GET', '/master-key']);
+  assert.deepEqual(adminRequest(words('master-key rotate')), [
+    'POST',
+    '/master-key/rotate',
+    { limit: undefined },
+  ]);
+  assert.deepEqual(adminRequest(words('master-key rotate --limit 50'))?.[2], { limit: 50 });
+});
