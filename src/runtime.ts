@@ -104,9 +104,16 @@ export async function createDeps(config: Config, db: Db): Promise<Deps> {
   const now = Date.now;
   const masterKey = await resolveMasterKey(config);
   const secrets = createSecretBox(masterKey, config.masterKeyFallbacks);
-  await migrate(db);
-  // A key that does not open what is stored would fail every delivery: refuse to start instead.
-  await assertMasterKeyOpens(db, secrets);
+  try {
+    await migrate(db);
+    // A key that does not open what is stored would fail every delivery: refuse to start instead.
+    await assertMasterKeyOpens(db, secrets);
+  } catch (error) {
+    // The start ends here: the pool's idle connections would otherwise hold the process up for
+    // minutes after the message.
+    await db.close().catch(() => {});
+    throw error;
+  }
   const logger = processLogger(config);
   return {
     config,
