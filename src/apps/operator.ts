@@ -7,6 +7,7 @@ import { integrationRoutes } from '../operator/integrations.js';
 import { masterKeyRoutes } from '../operator/master-key.js';
 import { organizationRoutes } from '../operator/organizations.js';
 import { systemRoutes } from '../operator/system.js';
+import { webhookReadRoutes } from '../operator/webhooks.js';
 import { safeEqual } from '../security/secrets.js';
 import type { Deps } from './deps.js';
 
@@ -35,6 +36,7 @@ export async function buildOperatorApp(deps: Deps, token: string): Promise<App> 
       feedRoutes(scoped, deps);
       deliveryRoutes(scoped, deps);
       masterKeyRoutes(scoped, deps);
+      webhookReadRoutes(scoped, deps);
     },
     { prefix: OPERATOR_PREFIX },
   );

@@ -13,7 +13,7 @@ import { isUuid } from '../domain/ids.js';
 import { deriveKey, safeEqual } from '../security/secrets.js';
 import { AppError } from './errors.js';
 
-export type ListName = 'bookings' | 'customers' | 'drivers' | 'vehicles' | 'events';
+export type ListName = 'bookings' | 'customers' | 'drivers' | 'vehicles' | 'events' | 'operator-webhooks';
 
 export interface Position {
   createdAt: Date;
