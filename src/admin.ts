@@ -17,6 +17,12 @@ const HELP = `Usage: svc admin <command> [options]      (SVC_OPERATOR_URL, SVC_O
   master-key status              which master keys sealed the stored webhook secrets
   master-key rotate [--limit N]  re-seal every stored secret under SVC_MASTER_KEY, N webhooks a batch
                                  (exit 1 while any secret is left under another key)
+  webhooks list [--org ID] [--inactive] [--failing] [--failures-above N] [--limit N] [--cursor C]
+                                 webhooks of every organization, newest first (failing: a delivery
+                                 waiting for a retry, or one dead in the last hour)
+  webhooks get ID [--deliveries N]
+                                 one webhook, its queue and its latest deliveries with their errors
+  webhooks backlog [--org ID]    per organization: deliveries due and not leased, the oldest one's age
   deliveries replay --webhook ID --since ISO [--until ISO] [--organization ID] [--status dead] [--limit N]
   request METHOD PATH [JSON]     any operator endpoint, e.g. request PUT /organizations/ID/drivers/ID '{...}'
 `;
@@ -36,6 +42,11 @@ const OPTIONS = {
   since: { type: 'string' },
   until: { type: 'string' },
   limit: { type: 'string' },
+  cursor: { type: 'string' },
+  deliveries: { type: 'string' },
+  'failures-above': { type: 'string' },
+  inactive: { type: 'boolean' },
+  failing: { type: 'boolean' },
   // Booleans are flags, each with its --no- form: `--webhooks`, `--no-webhooks`.
   webhooks: { type: 'boolean' },
   outbox: { type: 'boolean' },
@@ -55,7 +66,14 @@ const WORDS: Record<string, number> = {
   'org update': 3,
   'integration update': 3,
   'key revoke': 3,
+  'webhooks get': 3,
 };
+
+/** `?a=1&b=2` of the values given, or nothing. */
+function query(values: Record<string, string | undefined>): string {
+  const given = Object.entries(values).filter((e): e is [string, string] => e[1] !== undefined);
+  return given.length === 0 ? '' : `?${new URLSearchParams(given)}`;
+}
 
 function route(words: string[], v: Values): [string, string, unknown?] {
   const [noun, verb, id] = words;
@@ -119,6 +137,22 @@ function route(words: string[], v: Values): [string, string, unknown?] {
       return ['GET', '/master-key'];
     case 'master-key rotate':
       return ['POST', '/master-key/rotate', { limit: v.limit === undefined ? undefined : Number(v.limit) }];
+    case 'webhooks list':
+      return [
+        'GET',
+        `/webhooks${query({
+          organization_id: v.org,
+          active: v.inactive ? 'false' : undefined,
+          failing: v.failing ? 'true' : undefined,
+          consecutive_failures_above: v['failures-above'],
+          limit: v.limit,
+          cursor: v.cursor,
+        })}`,
+      ];
+    case 'webhooks get':
+      return ['GET', `/webhooks/${id}${query({ deliveries: v.deliveries })}`];
+    case 'webhooks backlog':
+      return ['GET', `/backlog${query({ organization_id: v.org, limit: v.limit })}`];
     case 'deliveries replay':
       if (!v.webhook) throw new Error(`deliveries replay needs --webhook ID\n\n${HELP}`);
       return [

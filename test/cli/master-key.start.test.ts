@@ -4,11 +4,9 @@
 // `svc serve` only; under TEST_DATABASE_URL both commands, on a schema of the test's own.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Readable } from 'node:stream';
 import { after, test } from 'node:test';
 import { createPgliteDb, type Db } from '../../src/db/db.js';
 import { migrate } from '../../src/db/migrate.js';
@@ -16,7 +14,7 @@ import { createSecretBox, masterKeyId } from '../../src/security/secrets.js';
 import { freshSchema } from '../support/cluster.js';
 import { usingServer } from '../support/context.js';
 import { pgliteTemplate } from '../support/pglite-template.js';
-import { freePort, type Started, svc } from '../support/processes.js';
+import { freePort, outputAfterExit, svc } from '../support/processes.js';
 
 const TOKEN = 'cli-test-operator-token-0123456789abcdef';
 const SEALED_UNDER = randomBytes(32);
@@ -67,14 +65,6 @@ async function serveEnv(keys: Record<string, string>): Promise<Record<string, st
     SVC_OPERATOR_PORT: String(await freePort()),
     SVC_OPERATOR_TOKEN: TOKEN,
   };
-}
-
-/** Everything a process printed: its exit can come before the last of its output is read. */
-async function outputAfterExit(p: Started): Promise<string> {
-  await p.exited();
-  const open = [p.child.stdout, p.child.stderr].filter((s) => s !== null && !s.readableEnded);
-  await Promise.all(open.map((s) => once(s as Readable, 'end')));
-  return p.output();
 }
 
 const refusal = new RegExp(

@@ -5,6 +5,7 @@
 // answers 410 (dead after three attempts), another's 500 (failed, its next retry 30 s away).
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import type { Position } from '../../src/http/cursor.js';
 import {
@@ -14,7 +15,9 @@ import {
   type WebhookFilters,
   webhookPageSql,
 } from '../../src/operator/webhooks-queries.js';
+import { OPERATOR_TOKEN } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
+import { outputAfterExit, svc as svcCommand } from '../support/processes.js';
 import { expectOk, type Tenant } from '../support/tenants.js';
 import { until } from '../support/wait.js';
 import { createWebhook, deliveryWorker, webhookService, webhookTenant } from '../support/webhooks.js';
@@ -280,4 +283,14 @@ test('every read is served by an index: no table read whole, the list never sort
       );
     }
   }
+});
+
+test('svc admin webhooks list --failing prints the same page', async () => {
+  await svc.operator.listen({ host: '127.0.0.1', port: 0 });
+  const admin = svcCommand(['admin', 'webhooks', 'list', '--failing', '--limit', '1'], {
+    SVC_OPERATOR_URL: `http://127.0.0.1:${(svc.operator.server.address() as AddressInfo).port}`,
+    SVC_OPERATOR_TOKEN: OPERATOR_TOKEN,
+  });
+  assert.equal(await admin.exited(), 0, admin.output());
+  assert.deepEqual(JSON.parse(await outputAfterExit(admin)), await ops('/webhooks?failing=true&limit=1'));
 });

@@ -20,7 +20,7 @@ import {
 import { inject, MASTER_KEY, OPERATOR_TOKEN } from '../support/context.js';
 import { putBooking } from '../support/feed.js';
 import type { ReceivedRequest } from '../support/https-receiver.js';
-import { svc as svcCommand } from '../support/processes.js';
+import { outputAfterExit, svc as svcCommand } from '../support/processes.js';
 import { expectOk, type Tenant } from '../support/tenants.js';
 import { until } from '../support/wait.js';
 import { createWebhook, signatureMatches, webhookService, webhookTenant } from '../support/webhooks.js';
@@ -147,12 +147,8 @@ test('rotation with deliveries running: none lost, each first time, every signat
       expected += hooks.length;
     } while (!finished);
     assert.equal(await exited, 0, admin.output());
-    const summary = JSON.parse(
-      admin
-        .output()
-        .split('\n')
-        .findLast((l) => l.startsWith('{')) ?? '',
-    );
+    const printed = await outputAfterExit(admin);
+    const summary = JSON.parse(printed.split('\n').findLast((l) => l.startsWith('{')) ?? '');
     assert.equal(summary.key_id, masterKeyId(NEW));
     assert.equal(summary.resealed, hooks.length - 6);
     assert.equal(summary.awaiting_reseal, 0);
