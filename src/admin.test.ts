@@ -58,3 +58,37 @@ test('deliveries replay: the operator route with its filters; the webhook is req
   );
   assert.throws(() => adminRequest(words('deliveries replay --since 2026-11-01T00:00:00Z')), /--webhook/);
 });
+
+test('master-key: status reads, rotate posts a batch of the size given', () => {
+  assert.deepEqual(adminRequest(words('master-key status')), ['GET', '/master-key']);
+  assert.deepEqual(adminRequest(words('master-key rotate')), [
+    'POST',
+    '/master-key/rotate',
+    { limit: undefined },
+  ]);
+  assert.deepEqual(adminRequest(words('master-key rotate --limit 50'))?.[2], { limit: 50 });
+});
+
+test('webhooks: the on-call reads, their filters as query parameters', () => {
+  const org = '1c7d6f3f-5d2d-4b9f-8b62-8c8f9f1a0b21';
+  const hook = '0b6c5e2e-4c1c-4a8e-9a51-7b7e8e0f9a10';
+  assert.deepEqual(adminRequest(words('webhooks list')), ['GET', '/webhooks']);
+  assert.deepEqual(
+    adminRequest(
+      words(`webhooks list --org ${org} --inactive --failing --failures-above 50 --limit 10 --cursor c.s`),
+    ),
+    [
+      'GET',
+      `/webhooks?organization_id=${org}&active=false&failing=true&consecutive_failures_above=50&limit=10&cursor=c.s`,
+    ],
+  );
+  assert.deepEqual(adminRequest(words(`webhooks get ${hook} --deliveries 5`)), [
+    'GET',
+    `/webhooks/${hook}?deliveries=5`,
+  ]);
+  assert.deepEqual(adminRequest(words(`webhooks backlog --org ${org}`)), [
+    'GET',
+    `/backlog?organization_id=${org}`,
+  ]);
+  assert.throws(() => adminRequest(words(`webhooks get ${hook} extra`)), /"extra"/);
+});

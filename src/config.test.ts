@@ -75,6 +75,7 @@ describe('configuration', () => {
       SVC_HEALTH_PORT: '9103',
       SVC_OPERATOR_URL: 'http://ops:9001',
       SVC_MASTER_KEY: master,
+      SVC_MASTER_KEY_FALLBACKS: `${'cd'.repeat(32)}, ${'ef'.repeat(32)}`,
       SVC_LOG_LEVEL: 'warn',
       SVC_LOG_FORMAT: 'pretty',
       SVC_AUTH_CACHE_TTL_MS: '0',
@@ -107,7 +108,11 @@ describe('configuration', () => {
       SVC_DB_POOL_SIZE: '7',
     });
     assert.deepEqual(
-      { ...config, masterKey: config.masterKey?.toString('hex') },
+      {
+        ...config,
+        masterKey: config.masterKey?.toString('hex'),
+        masterKeyFallbacks: config.masterKeyFallbacks.map((k) => k.toString('hex')),
+      },
       {
         environment: 'test',
         databaseUrl: 'postgres://db/svc',
@@ -123,6 +128,7 @@ describe('configuration', () => {
         healthPort: 9103,
         operatorUrl: 'http://ops:9001',
         masterKey: master,
+        masterKeyFallbacks: ['cd'.repeat(32), 'ef'.repeat(32)],
         logLevel: 'warn',
         logFormat: 'pretty',
         authCacheTtlMs: 0,
@@ -228,6 +234,8 @@ describe('configuration', () => {
       ['SVC_IDEMPOTENCY_CLAIM_TIMEOUT_MS', '999'],
       ['SVC_MASTER_KEY', 'too-short'],
       ['SVC_MASTER_KEY', 'ab'.repeat(31)],
+      ['SVC_MASTER_KEY_FALLBACKS', `${'ab'.repeat(32)},too-short`],
+      ['SVC_MASTER_KEY_FALLBACKS', `${'ab'.repeat(32)};${'cd'.repeat(32)}`],
       ['SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS', '1'],
       ['SVC_WEBHOOK_RETRY_SCHEDULE', '30,60,120'],
       ['SVC_WEBHOOK_RETRY_SCHEDULE', '30,60,120,240,480,960,1920,3840'],
@@ -259,6 +267,17 @@ describe('configuration', () => {
     const bytes = Buffer.alloc(32, 9);
     assert.deepEqual(loadConfig({ SVC_MASTER_KEY: bytes.toString('hex') }).masterKey, bytes);
     assert.deepEqual(loadConfig({ SVC_MASTER_KEY: bytes.toString('base64') }).masterKey, bytes);
+  });
+
+  test('master key fallbacks: a comma-separated list in either spelling, each key once, none by default', () => {
+    const [a, b] = [Buffer.alloc(32, 1), Buffer.alloc(32, 2)];
+    assert.deepEqual(loadConfig({}).masterKeyFallbacks, []);
+    assert.deepEqual(
+      loadConfig({
+        SVC_MASTER_KEY_FALLBACKS: ` ${a.toString('hex')} ,${b.toString('base64')},${a.toString('base64')}`,
+      }).masterKeyFallbacks,
+      [a, b],
+    );
   });
 
   test('an empty variable means its default', () => {

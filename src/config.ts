@@ -66,6 +66,8 @@ export interface Config {
   /** Where `svc admin` finds the operator API. */
   operatorUrl: string;
   masterKey: Buffer | null;
+  /** Older (or not yet current) master keys: they open sealed secrets and verify cursors, never seal or sign. */
+  masterKeyFallbacks: Buffer[];
   logLevel: string;
   /** auto: readable lines on a terminal, JSON elsewhere; JSON by default when NODE_ENV=production. */
   logFormat: 'auto' | 'json' | 'pretty';
@@ -267,6 +269,27 @@ export function parseMasterKey(raw: string, name = 'SVC_MASTER_KEY'): Buffer {
   return key;
 }
 
+/** Comma-separated master keys, each as SVC_MASTER_KEY takes it; a key listed twice counts once. */
+function masterKeys(r: Reader, name: string): Buffer[] {
+  const raw = r.env[name]?.trim();
+  if (!raw) return [];
+  const keys: Buffer[] = [];
+  for (const [i, entry] of raw.split(',').entries()) {
+    try {
+      const key = parseMasterKey(entry.trim(), name);
+      if (!keys.some((k) => k.equals(key))) keys.push(key);
+    } catch {
+      r.refuse(
+        name,
+        `must be a comma-separated list of master keys (32 bytes each, as 64 hex characters or base64); entry ${i + 1} is not one`,
+        null,
+      );
+      return [];
+    }
+  }
+  return keys;
+}
+
 function masterKey(r: Reader): Buffer | null {
   const raw = r.env.SVC_MASTER_KEY;
   if (!raw) return null;
@@ -328,6 +351,7 @@ function readConfig(r: Reader): Config {
     healthPort: int(r, 'SVC_HEALTH_PORT', 0, 0, 65535) || null,
     operatorUrl: env.SVC_OPERATOR_URL || `http://127.0.0.1:${operatorPort}`,
     masterKey: masterKey(r),
+    masterKeyFallbacks: masterKeys(r, 'SVC_MASTER_KEY_FALLBACKS'),
     logLevel: oneOf(
       r,
       'SVC_LOG_LEVEL',

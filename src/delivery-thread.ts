@@ -17,9 +17,8 @@ import { Registry } from 'prom-client';
 import type { Deps } from './apps/deps.js';
 import type { Config } from './config.js';
 import type { Worker } from './delivery/worker.js';
-import { openDatabase, processLogger, resolveMasterKey, startDeliveryWorker } from './runtime.js';
+import { openDatabase, processLogger, secretBoxOf, startDeliveryWorker } from './runtime.js';
 import { createTargetResolver } from './security/resolver.js';
-import { createSecretBox } from './security/secrets.js';
 
 const ROLE = 'svc-delivery-thread';
 /** Connections of the thread's own pool besides the engine's: the publisher, the metrics' count. */
@@ -137,7 +136,7 @@ async function runThread(start: Start, port: NonNullable<typeof parentPort>): Pr
     config,
     db,
     logger,
-    secrets: createSecretBox(await resolveMasterKey(config)),
+    secrets: await secretBoxOf(config),
     resolve: createTargetResolver({ timeoutMs: config.webhooks.dnsTimeoutMs }),
     metrics: { registry },
   });

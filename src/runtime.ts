@@ -22,8 +22,9 @@ import { createMemoryStore } from './ratelimit/memory.js';
 import { createMirror } from './ratelimit/mirror.js';
 import { createRedisStore } from './ratelimit/redis.js';
 import type { RateLimitStore } from './ratelimit/store.js';
+import { assertMasterKeyOpens, masterKeyCheck } from './security/master-key.js';
 import { createTargetResolver } from './security/resolver.js';
-import { createSecretBox, newMasterKey } from './security/secrets.js';
+import { createSecretBox, newMasterKey, type SecretBox } from './security/secrets.js';
 import { targetPolicy } from './security/url-guard.js';
 
 export async function openDatabase(config: Config, logger = createLogger(config.logLevel)): Promise<Db> {
@@ -75,6 +76,11 @@ export async function resolveMasterKey(config: Config): Promise<Buffer> {
   return Buffer.from(hex, 'hex');
 }
 
+/** Seals under the master key, opens under it and SVC_MASTER_KEY_FALLBACKS (the keyring). */
+export async function secretBoxOf(config: Config): Promise<SecretBox> {
+  return createSecretBox(await resolveMasterKey(config), config.masterKeyFallbacks);
+}
+
 function createLimiter(config: Config, logger: Deps['logger'], now: () => number): RateLimitStore {
   if (!config.redisUrl) return createMemoryStore(now);
   return withFallback({
@@ -106,17 +112,44 @@ export function processLogger(config: Config, isTTY = process.stdout.isTTY): Fas
 export async function createDeps(config: Config, db: Db, logger = processLogger(config)): Promise<Deps> {
   const now = Date.now;
   const masterKey = await resolveMasterKey(config);
-  await migrate(db);
+  const secrets = createSecretBox(masterKey, config.masterKeyFallbacks);
+  try {
+    await migrate(db);
+    // A key that does not open what is stored would fail every delivery: refuse to start instead.
+    await assertMasterKeyOpens(db, secrets);
+  } catch (error) {
+    // The start ends here: the pool's idle connections would otherwise hold the process up for
+    // minutes after the message.
+    await db.close().catch(() => {});
+    throw error;
+  }
   return {
     config,
     db,
     logger,
-    readinessChecks: defaultReadinessChecks(db),
+    readinessChecks: [
+      ...defaultReadinessChecks(db),
+      {
+        // A key that no longer opens the stored secrets would fail every delivery.
+        name: 'master key',
+        async check() {
+          const verdict = await masterKeyCheck(db, secrets);
+          if (!verdict.ok)
+            throw new Error(verdict.message ?? 'the master key does not open the stored secrets');
+        },
+      },
+    ],
     identities: createIdentityCache(db, config.authCacheTtlMs, now),
     limiter: createLimiter(config, logger, now),
     metrics: createMetrics(),
-    cursors: createCursorCodec({ db, masterKey, refreshMs: config.authCacheTtlMs, now }),
-    secrets: createSecretBox(masterKey),
+    cursors: createCursorCodec({
+      db,
+      masterKey,
+      fallbackMasterKeys: config.masterKeyFallbacks,
+      refreshMs: config.authCacheTtlMs,
+      now,
+    }),
+    secrets,
     // One resolver, so the API and a worker on the same thread share its cache.
     resolve: createTargetResolver({ timeoutMs: config.webhooks.dnsTimeoutMs }),
     now,

@@ -4,8 +4,10 @@ import { type App, createHttpApp } from '../http/kit.js';
 import { deliveryRoutes } from '../operator/deliveries.js';
 import { feedRoutes } from '../operator/feed/routes.js';
 import { integrationRoutes } from '../operator/integrations.js';
+import { masterKeyRoutes } from '../operator/master-key.js';
 import { organizationRoutes } from '../operator/organizations.js';
 import { systemRoutes } from '../operator/system.js';
+import { webhookReadRoutes } from '../operator/webhooks.js';
 import { safeEqual } from '../security/secrets.js';
 import type { Deps } from './deps.js';
 
@@ -33,6 +35,8 @@ export async function buildOperatorApp(deps: Deps, token: string): Promise<App> 
       integrationRoutes(scoped, deps);
       feedRoutes(scoped, deps);
       deliveryRoutes(scoped, deps);
+      masterKeyRoutes(scoped, deps);
+      webhookReadRoutes(scoped, deps);
     },
     { prefix: OPERATOR_PREFIX },
   );

@@ -5,13 +5,15 @@
 // organization is still bound: it is part of the signed text without being carried, so a cursor
 // replayed by another organization fails verification. Signing keys are derived from the master key
 // and the key id; rotating (operator API) retires every older key, which invalidates every cursor.
+// A cursor signed under a master-key fallback (SVC_MASTER_KEY_FALLBACKS) still verifies, so a
+// master-key rotation leaves integrators' cursors valid until the old key is removed.
 import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import type { Queryable } from '../db/db.js';
 import { isUuid } from '../domain/ids.js';
 import { deriveKey, safeEqual } from '../security/secrets.js';
 import { AppError } from './errors.js';
 
-export type ListName = 'bookings' | 'customers' | 'drivers' | 'vehicles' | 'events';
+export type ListName = 'bookings' | 'customers' | 'drivers' | 'vehicles' | 'events' | 'operator-webhooks';
 
 export interface Position {
   createdAt: Date;
@@ -40,6 +42,8 @@ const invalid = () => new AppError('invalid_cursor', { param: 'cursor' });
 export interface CursorCodecOptions {
   db: Queryable;
   masterKey: Buffer;
+  /** Master keys whose cursors still verify; new cursors are signed under `masterKey` only. */
+  fallbackMasterKeys?: readonly Buffer[];
   /** How long a process trusts its list of valid keys before reading it again. */
   refreshMs: number;
   now?: () => number;
@@ -47,9 +51,11 @@ export interface CursorCodecOptions {
 
 export function createCursorCodec(options: CursorCodecOptions): CursorCodec {
   const { db, masterKey, refreshMs } = options;
+  const fallbacks = options.fallbackMasterKeys ?? [];
   const now = options.now ?? Date.now;
   // Key objects, not buffers: an HMAC made from a KeyObject skips importing the key every time.
   const secrets = new Map<number, KeyObject>();
+  const fallbackSecrets = new Map<number, KeyObject[]>();
   let state: { current: number; valid: Set<number>; loadedAt: number } | null = null;
   let lastForcedLoad = 0;
 
@@ -58,6 +64,15 @@ export function createCursorCodec(options: CursorCodecOptions): CursorCodec {
     if (!s) {
       s = createSecretKey(deriveKey(masterKey, `cursor-key:${kid}`));
       secrets.set(kid, s);
+    }
+    return s;
+  };
+
+  const fallbacksOf = (kid: number) => {
+    let s = fallbackSecrets.get(kid);
+    if (!s) {
+      s = fallbacks.map((master) => createSecretKey(deriveKey(master, `cursor-key:${kid}`)));
+      fallbackSecrets.set(kid, s);
     }
     return s;
   };
@@ -86,8 +101,13 @@ export function createCursorCodec(options: CursorCodecOptions): CursorCodec {
     return s;
   }
 
+  const hmacOf = (secret: KeyObject, organizationId: string, body: string) =>
+    createHmac('sha256', secret).update(`${organizationId}.${body}`).digest('base64url');
   const sign = (kid: number, organizationId: string, body: string) =>
-    createHmac('sha256', secretOf(kid)).update(`${organizationId}.${body}`).digest('base64url');
+    hmacOf(secretOf(kid), organizationId, body);
+  const verifies = (kid: number, organizationId: string, body: string, signature: string) =>
+    safeEqual(signature, sign(kid, organizationId, body)) ||
+    fallbacksOf(kid).some((secret) => safeEqual(signature, hmacOf(secret, organizationId, body)));
 
   return {
     async encode(list, organizationId, position) {
@@ -120,7 +140,7 @@ export function createCursorCodec(options: CursorCodecOptions): CursorCodec {
       }
       const { valid } = await keys(payload.k);
       if (!valid.has(payload.k)) throw invalid();
-      if (!safeEqual(signature, sign(payload.k, organizationId, body))) throw invalid();
+      if (!verifies(payload.k, organizationId, body, signature)) throw invalid();
       if (payload.l !== list) throw invalid();
       return { createdAt: new Date(payload.t), id: payload.i };
     },

@@ -5,6 +5,7 @@ import type { ReadinessCheck } from '../health.js';
 import type { IdentityCache } from '../http/auth.js';
 import type { CursorCodec } from '../http/cursor.js';
 import type { Metrics } from '../http/metrics.js';
+import type { SecretBox } from '../security/secrets.js';
 
 export interface OperatorDeps {
   db: Db;
@@ -12,6 +13,8 @@ export interface OperatorDeps {
   config: Config;
   metrics: Metrics;
   cursors: CursorCodec;
+  /** The master-key ring: what the operator's re-seal seals under and opens with. */
+  secrets: SecretBox;
   now?: () => number;
   readinessChecks?: readonly ReadinessCheck[];
 }

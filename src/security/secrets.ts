@@ -104,16 +104,95 @@ export function openSecret(key: Buffer, sealed: Buffer, context: string): string
   ]).toString('utf8');
 }
 
-/** Seals and opens webhook secrets under a key derived from the master key for that purpose. */
-export interface SecretBox {
-  seal(plaintext: string, context: string): Buffer;
-  open(sealed: Buffer, context: string): string;
+/** A master key's id: the first 8 hex characters of the SHA-256 of its 32 bytes. Names it, reveals nothing. */
+export function masterKeyId(master: Uint8Array): string {
+  return hash('sha256', master, 'hex').slice(0, 8);
 }
 
-export function createSecretBox(master: Buffer): SecretBox {
-  const key = deriveKey(master, 'webhook-secrets');
+/**
+ * The sealed format with a key id: `SVK1` | key id (4 bytes) | nonce | tag | ciphertext. The format
+ * before it (nonce | tag | ciphertext) names no key; its first bytes are a random nonce, which
+ * spells this magic once in 2^32 secrets, and even then the authentication tag decides.
+ */
+const MAGIC = Buffer.from('SVK1');
+const HEADER_BYTES = MAGIC.length + 4;
+
+function headerOf(id: string): Buffer {
+  return Buffer.concat([MAGIC, Buffer.from(id, 'hex')]);
+}
+
+/** The key id a sealed secret names, or null for the format without one. */
+export function sealedKeyId(sealed: Uint8Array): string | null {
+  const bytes = Buffer.from(sealed.buffer, sealed.byteOffset, sealed.byteLength);
+  if (bytes.length < HEADER_BYTES || !bytes.subarray(0, MAGIC.length).equals(MAGIC)) return null;
+  return bytes.subarray(MAGIC.length, HEADER_BYTES).toString('hex');
+}
+
+/** No configured master key opens a sealed secret; `keyId` is the key it names (null: it names none). */
+export class SealedSecretError extends Error {
+  constructor(readonly keyId: string | null) {
+    super(
+      keyId === null
+        ? 'no configured master key opens this secret (sealed before key ids)'
+        : `this secret is sealed under master key ${keyId}, which is not configured`,
+    );
+  }
+}
+
+/**
+ * Seals webhook secrets under the current master key and opens them under any key of the ring
+ * (the current one and the fallbacks), each through a subkey derived for that purpose.
+ */
+export interface SecretBox {
+  seal(plaintext: string, context: string): Buffer;
+  /** Throws SealedSecretError when no key of the ring opens it. */
+  open(sealed: Buffer, context: string): string;
+  /** The id of the key that seals. */
+  readonly keyId: string;
+  /** The ids of the keys that only open, in the order given. */
+  readonly fallbackKeyIds: readonly string[];
+  /** The first bytes of every secret this box seals: a stored secret without them awaits a re-seal. */
+  readonly header: Buffer;
+}
+
+export function createSecretBox(master: Uint8Array, fallbacks: readonly Uint8Array[] = []): SecretBox {
+  // Buffer.from: a key that crossed to a thread arrives as a plain Uint8Array.
+  const ring = [master, ...fallbacks].map((k) => {
+    const key = Buffer.from(k);
+    return { id: masterKeyId(key), key: deriveKey(key, 'webhook-secrets') };
+  });
+  const ids = new Set<string>();
+  const keys = ring.filter((k) => !ids.has(k.id) && ids.add(k.id));
+  const current = keys[0] as (typeof keys)[number];
+  const header = headerOf(current.id);
+
+  const tryOpen = (key: Buffer, sealed: Buffer, context: string) => {
+    try {
+      return openSecret(key, sealed, context);
+    } catch {
+      return null;
+    }
+  };
+
   return {
-    seal: (plaintext, context) => sealSecret(key, plaintext, context),
-    open: (sealed, context) => openSecret(key, sealed, context),
+    keyId: current.id,
+    fallbackKeyIds: keys.slice(1).map((k) => k.id),
+    header,
+    seal: (plaintext, context) => Buffer.concat([header, sealSecret(current.key, plaintext, context)]),
+    open(sealed, context) {
+      const bytes = Buffer.from(sealed.buffer, sealed.byteOffset, sealed.byteLength);
+      const id = sealedKeyId(bytes);
+      const named = id === null ? undefined : keys.find((k) => k.id === id);
+      if (named) {
+        const opened = tryOpen(named.key, bytes.subarray(HEADER_BYTES), context);
+        if (opened !== null) return opened;
+      }
+      // The format without a key id: whichever key of the ring sealed it, the current one first.
+      for (const { key } of keys) {
+        const opened = tryOpen(key, bytes, context);
+        if (opened !== null) return opened;
+      }
+      throw new SealedSecretError(id);
+    },
   };
 }

@@ -2,7 +2,9 @@
 // dist), the examples, shell commands. Every process started here is killed after the file's last
 // test, so a failed assertion never leaves one running.
 import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { createServer } from 'node:net';
+import type { Readable } from 'node:stream';
 import { after } from 'node:test';
 import { pathToFileURL } from 'node:url';
 
@@ -125,4 +127,12 @@ export async function freePort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   if (typeof address !== 'object' || address === null) throw new Error('no port');
   return address.port;
+}
+
+/** Everything a process printed once it has exited: its exit can come before the last of its output is read. */
+export async function outputAfterExit(p: Started): Promise<string> {
+  await p.exited();
+  const open = [p.child.stdout, p.child.stderr].filter((s) => s !== null && !s.readableEnded);
+  await Promise.all(open.map((s) => once(s as Readable, 'end')));
+  return p.output();
 }
