@@ -85,6 +85,8 @@ export interface Config {
   requestTimeoutMs: number;
   /** After SIGTERM, how long requests in flight (and later, jobs) may take before they are cut. */
   shutdownGraceMs: number;
+  /** Whether serve, worker and demo apply pending migrations at start (false: refuse to start while any is pending). */
+  migrateAtStart: boolean;
   /**
    * Who may name the client in X-Forwarded-For: nobody (false), every hop (true), the last N
    * hops, or the proxies at these addresses or CIDR ranges (Fastify's trustProxy).
@@ -250,6 +252,7 @@ export function loadConfig(env: Env = process.env): Config {
     dbPoolSize: int(env, 'SVC_DB_POOL_SIZE', 20, 2, 1000),
     requestTimeoutMs: int(env, 'SVC_REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000),
     shutdownGraceMs: int(env, 'SVC_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    migrateAtStart: bool(env, 'SVC_MIGRATE_AT_START', true),
     trustProxy: trustProxy(env, 'SVC_TRUST_PROXY'),
     rateLimits: {
       windowMs: int(env, 'SVC_RATE_WINDOW_MS', 60_000, 1000),

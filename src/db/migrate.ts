@@ -52,10 +52,28 @@ async function prepareBookkeeping(db: Db, files: Map<string, string>): Promise<M
   });
 }
 
-export async function migrate(db: Db, dir = MIGRATIONS_DIR): Promise<string[]> {
+async function readMigrations(dir: string): Promise<Map<string, string>> {
   const names = (await readdir(dir)).filter((f) => f.endsWith('.sql')).sort();
   const files = new Map<string, string>();
   for (const name of names) files.set(name, await readFile(dir + name, 'utf8'));
+  return files;
+}
+
+/** The migrations of this build that the database has not applied, in order. Writes nothing. */
+export async function pendingMigrations(db: Db, dir = MIGRATIONS_DIR): Promise<string[]> {
+  const files = await readMigrations(dir);
+  const [table] = await db.query<{ name: string | null }>(
+    "SELECT to_regclass('schema_migrations')::text AS name",
+  );
+  if (!table?.name) return [...files.keys()];
+  const applied = new Set(
+    (await db.query<{ name: string }>('SELECT name FROM schema_migrations')).map((row) => row.name),
+  );
+  return [...files.keys()].filter((name) => !applied.has(name));
+}
+
+export async function migrate(db: Db, dir = MIGRATIONS_DIR): Promise<string[]> {
+  const files = await readMigrations(dir);
 
   const known = await prepareBookkeeping(db, files);
   for (const [name, sum] of known) {
