@@ -82,6 +82,8 @@ export interface Config {
   requestTimeoutMs: number;
   /** After SIGTERM, how long requests in flight (and later, jobs) may take before they are cut. */
   shutdownGraceMs: number;
+  /** Whether serve, worker and demo apply pending migrations at start (false: refuse to start while any is pending). */
+  migrateAtStart: boolean;
   /**
    * Who may name the client in X-Forwarded-For: nobody (false), every hop (true), the last N
    * hops, or the proxies at these addresses or CIDR ranges (Fastify's trustProxy).
@@ -370,6 +372,7 @@ function readConfig(r: Reader): Config {
     dbPoolSize: int(r, 'SVC_DB_POOL_SIZE', 20, 2, 1000),
     requestTimeoutMs: int(r, 'SVC_REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000),
     shutdownGraceMs: int(r, 'SVC_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    migrateAtStart: bool(r, 'SVC_MIGRATE_AT_START', true),
     trustProxy: trustProxy(r, 'SVC_TRUST_PROXY'),
     rateLimits: {
       windowMs: int(r, 'SVC_RATE_WINDOW_MS', 60_000, 1000),

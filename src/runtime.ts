@@ -7,7 +7,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Deps } from './apps/deps.js';
 import type { Config } from './config.js';
 import { createPgliteDb, createPostgresDb, type Db } from './db/db.js';
-import { buildName, migrate } from './db/migrate.js';
+import { buildName, migrate, pendingMigrations } from './db/migrate.js';
 import { createDeliveryMetrics } from './delivery/metrics.js';
 import { createSender } from './delivery/send.js';
 import { startWorker, type Worker } from './delivery/worker.js';
@@ -109,12 +109,30 @@ export function processLogger(config: Config, isTTY = process.stdout.isTTY): Fas
   );
 }
 
+/**
+ * Applies the pending migrations (under the migrations' lock, so processes may start together), or
+ * with SVC_MIGRATE_AT_START=false refuses to start while any is pending: a platform that runs
+ * `svc migrate` as a step of its own never has a process start on a schema it does not know.
+ */
+async function prepareSchema(config: Config, db: Db): Promise<void> {
+  if (config.migrateAtStart) {
+    await migrate(db);
+    return;
+  }
+  const pending = await pendingMigrations(db);
+  if (pending.length > 0) {
+    throw new Error(
+      `SVC_MIGRATE_AT_START=false and ${pending.length} migration(s) are pending (${pending.join(', ')}): run svc migrate first`,
+    );
+  }
+}
+
 export async function createDeps(config: Config, db: Db, logger = processLogger(config)): Promise<Deps> {
   const now = Date.now;
   const masterKey = await resolveMasterKey(config);
   const secrets = createSecretBox(masterKey, config.masterKeyFallbacks);
   try {
-    await migrate(db);
+    await prepareSchema(config, db);
     // A key that does not open what is stored would fail every delivery: refuse to start instead.
     await assertMasterKeyOpens(db, secrets);
   } catch (error) {

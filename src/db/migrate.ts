@@ -111,6 +111,26 @@ async function prepareBookkeeping(db: Db, files: Map<string, string>): Promise<M
   });
 }
 
+async function readMigrations(dir: string): Promise<Map<string, string>> {
+  const names = (await readdir(dir)).filter((f) => f.endsWith('.sql')).sort();
+  const files = new Map<string, string>();
+  for (const name of names) files.set(name, await readFile(dir + name, 'utf8'));
+  return files;
+}
+
+/** The migrations of this build that the database has not applied, in order. Writes nothing. */
+export async function pendingMigrations(db: Db, dir = MIGRATIONS_DIR): Promise<string[]> {
+  const files = await readMigrations(dir);
+  const [table] = await db.query<{ name: string | null }>(
+    "SELECT to_regclass('schema_migrations')::text AS name",
+  );
+  if (!table?.name) return [...files.keys()];
+  const applied = new Set(
+    (await db.query<{ name: string }>('SELECT name FROM schema_migrations')).map((row) => row.name),
+  );
+  return [...files.keys()].filter((name) => !applied.has(name));
+}
+
 /**
  * Applies the pending migrations, then engine.sql when it changed (`engine`: null leaves the
  * functions alone, for tests of migrations of their own). Answers the migrations applied.
@@ -120,9 +140,7 @@ export async function migrate(
   dir = MIGRATIONS_DIR,
   engine: string | null = dir === MIGRATIONS_DIR ? ENGINE_FILE : null,
 ): Promise<string[]> {
-  const names = (await readdir(dir)).filter((f) => f.endsWith('.sql')).sort();
-  const files = new Map<string, string>();
-  for (const name of names) files.set(name, await readFile(dir + name, 'utf8'));
+  const files = await readMigrations(dir);
 
   const known = await prepareBookkeeping(db, files);
   for (const [name, sum] of known) {

@@ -2,6 +2,7 @@
 // the booking platform pushes them. Defaults make a valid row; overrides change what a test needs.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import BOOKING from '../../examples/feed-booking.json' with { type: 'json' };
 import type { TestService } from './context.js';
 
 async function put(svc: TestService, path: string, body: unknown) {
@@ -51,59 +52,9 @@ export function vehicleBody(overrides: Record<string, unknown> = {}) {
   };
 }
 
+/** The complete booking of examples/feed-booking.json (the body docs/operator-feed.md shows), changed by `overrides`. */
 export function bookingBody(overrides: Record<string, unknown> = {}) {
-  return {
-    status: 'confirmada',
-    service_type: 'transfer',
-    hours: null,
-    pickup_at: '2026-12-01T10:00:00.000Z',
-    end_at: '2026-12-01T11:00:00.000Z',
-    pickup: { address: 'Aeropuerto de Málaga T2', lat: 36.6749, lng: -4.4991 },
-    destination: { address: 'Hotel Mirador, Marbella', lat: 36.5101, lng: -4.8825 },
-    distance_km: 52.4,
-    flight: { number: 'IB3911', pending: false },
-    passengers: {
-      count: 2,
-      luggage: 2,
-      luggage_big: 1,
-      luggage_small: 1,
-      baby_seats: 0,
-      child_seats: 0,
-      booster_seats: 0,
-      wheelchair: false,
-    },
-    vehicle_category: 'sedan',
-    customer_id: null,
-    executor_organization_id: null,
-    driver_id: null,
-    vehicle_id: null,
-    channel: 'manual',
-    confirmation: { mode: 'automatic', confirmed_at: '2026-11-20T09:00:00.000Z' },
-    event_reference: null,
-    passenger: { name: 'Ana Pérez', phone: '+34600111222', email: 'ana@example.com' },
-    pricing: {
-      currency: 'EUR',
-      total: 95.5,
-      vat_pct: 10,
-      sale_total: 110,
-      extras: [{ name: 'Silla de bebé', amount: 5, per_passenger: false }],
-      diet: null,
-      parking: null,
-      night_surcharge: null,
-      payment_mode: 'credit',
-      payment_status: 'pending',
-      paid_at: null,
-      net_executor: 80,
-    },
-    internal: {
-      notes: 'internal note',
-      observations: 'internal observation',
-      chat: [{ from: 'driver', text: 'chat line' }],
-      pickup_sign: 'PEREZ',
-      gps: { lat: 36.67, lng: -4.49, at: '2026-12-01T09:55:00.000Z' },
-    },
-    ...overrides,
-  };
+  return { ...structuredClone(BOOKING), ...overrides };
 }
 
 export const putCustomer = (svc: TestService, orgId: string, overrides = {}, id: string = randomUUID()) =>
