@@ -1,13 +1,12 @@
 // One attempt of a claimed delivery: whether it may be sent at all, the signed request, and the
 // outcome the retry policy gives its answer. No database work: the worker writes what this returns.
-import type { KeyObject } from 'node:crypto';
 import type { WebhookConfig } from '../config.js';
 import type { SecretBox } from '../security/secrets.js';
 import { deliveryBodies } from './body.js';
 import type { DeliveryMetrics } from './metrics.js';
 import { MAX_ATTEMPTS, outcomeOf } from './policy.js';
 import { type AttemptResult, judgedStatus, type Sender } from './send.js';
-import { signatureHeader, signingKey } from './signing.js';
+import { type SigningKey, signatureHeaders, signingKey } from './signing.js';
 import type { AttemptContext, Claimed, Recorded } from './store.js';
 
 const USER_AGENT = 'SVC-Webhooks/1';
@@ -39,8 +38,8 @@ const REMEMBERED_SECRETS = 1000;
  * decrypted once, not at every attempt. It stays in this worker's memory only, as it would for the
  * attempt itself.
  */
-function openedSecrets(box: SecretBox): (sealed: Buffer, webhookId: string) => KeyObject {
-  const opened = new Map<string, { sealed: Buffer; secret: KeyObject }[]>();
+function openedSecrets(box: SecretBox): (sealed: Buffer, webhookId: string) => SigningKey {
+  const opened = new Map<string, { sealed: Buffer; secret: SigningKey }[]>();
   return (sealed, webhookId) => {
     const known = opened.get(webhookId) ?? [];
     // Buffer.compare: the embedded database gives bytea as a plain Uint8Array.
@@ -69,6 +68,7 @@ export function attempter(deps: AttemptDeps): (claimed: Claimed) => Promise<Reco
     if (claimed.previous_valid && claimed.previous_secret) {
       secrets.push(open(claimed.previous_secret, claimed.webhook_id));
     }
+    const signed = signatureHeaders(secrets, { id: claimed.event_id, timestamp, body });
     return deps.sender.send({
       url: claimed.url,
       body,
@@ -79,8 +79,8 @@ export function attempter(deps: AttemptDeps): (claimed: Claimed) => Promise<Reco
         'x-svc-event-id': claimed.event_id,
         'x-svc-delivery': claimed.id,
         'x-svc-attempt': String(claimed.attempt),
-        'x-svc-timestamp': String(timestamp),
-        'x-svc-signature': signatureHeader(secrets, timestamp, body),
+        ...signed.contract,
+        ...signed.standard,
       },
     });
   }

@@ -35,7 +35,7 @@ type Json = Record<string, unknown>;
 
 export const API_VERSION = 'v1';
 /** The date of this revision of v1 in CHANGELOG.md. */
-export const DOCUMENT_DATE = '2026-11-24';
+export const DOCUMENT_DATE = '2026-11-28';
 
 /** Schemas published under components.schemas, with the examples that illustrate them. */
 const COMPONENTS: [string, TSchema, unknown?][] = [
