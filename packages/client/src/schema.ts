@@ -829,7 +829,15 @@ export interface components {
             };
             /** @description Only with scope `pricing:read` (absent otherwise). `OriginatorPricing` when `role` is `originator` or `originator_and_executor`, `ExecutorPricing` when it is `executor`. Never null: absent also when the platform holds no price for the role (no price stored; for an executor, no net stored). */
             pricing?: components["schemas"]["OriginatorPricing"] | components["schemas"]["ExecutorPricing"];
-        };
+        } & ({
+            /** @enum {unknown} */
+            role: "originator" | "originator_and_executor";
+            pricing?: components["schemas"]["OriginatorPricing"];
+        } | {
+            /** @constant */
+            role: "executor";
+            pricing?: components["schemas"]["ExecutorPricing"];
+        });
         /**
          * @example {
          *       "data": [
