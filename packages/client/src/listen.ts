@@ -179,7 +179,10 @@ export async function listen(options: ListenOptions): Promise<Listener> {
     const found: Event[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < MAX_PAGES; page += 1) {
-      const res = await api.listEvents({ query: { limit: PAGE, ...(cursor ? { cursor } : {}) } });
+      const res = await api.listEvents({
+        query: { limit: PAGE, ...(cursor ? { cursor } : {}) },
+        signal: stopping.signal,
+      });
       for (const event of res.data) {
         if (event.id === bookmark) return found.reverse();
         found.push(event);
@@ -193,7 +196,7 @@ export async function listen(options: ListenOptions): Promise<Listener> {
 
   async function readBooking(id: string): Promise<Booking | null> {
     try {
-      return await api.getBooking({ path: { id } });
+      return await api.getBooking({ path: { id }, signal: stopping.signal });
     } catch (error) {
       if (error instanceof ApiError && error.status === 404) return null;
       throw error;
