@@ -27,7 +27,8 @@
 // Environment:
 //   SVC_BASE_URL         the API, default http://localhost:8080/api/v1
 //   SVC_API_KEY          a key with bookings:read, events:read, webhooks:read, webhooks:write
-//   SVC_WEBHOOK_SECRET   the secret of an existing webhook pointing here; omit to self-register
+//   SVC_WEBHOOK_SECRET   the secret of an existing webhook pointing here, or the one
+//                        `npx @svc/integration-client listen` printed; omit to self-register
 //   RECEIVER_PORT        default 8443
 //   RECEIVER_HOST        the address to listen on, default 127.0.0.1
 //   RECEIVER_URL         the url to register, default https://localhost:RECEIVER_PORT/webhooks

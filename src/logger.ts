@@ -23,7 +23,7 @@ export const REDACTED_PATHS = [
 
 // An API key or a webhook secret pasted into a path by mistake (a base URL built from the wrong
 // variable) would otherwise be written with the path: its prefix stays, to say what it was.
-const SECRET_SHAPE = /(svc_(?:live|test)_|whsec_)[A-Za-z0-9_-]+/g;
+const SECRET_SHAPE = /(svc_(?:live|test)_|whsec_)[A-Za-z0-9_+/=-]+/g;
 const maskSecrets = (path: string) =>
   path.includes('svc_') || path.includes('whsec_') ? path.replace(SECRET_SHAPE, '$1[redacted]') : path;
 

@@ -5,15 +5,14 @@
 // attempt like any other for the delivery: it counts, is retried on the schedule and ends the
 // delivery `dead` after the last one, with a last_error that names the service. It never moves the
 // webhook's failure count (the receiver did nothing wrong), and is told to `fault` with every id.
-import type { KeyObject } from 'node:crypto';
 import type { WebhookConfig } from '../config.js';
-import type { SecretBox } from '../security/secrets.js';
+import { SealedSecretError, type SecretBox } from '../security/secrets.js';
 import { deliveryBodies } from './body.js';
 import type { AttemptContext, Claimed, Recorded } from './engine.js';
 import type { AttemptClass, DeliveryMetrics } from './metrics.js';
 import { MAX_ATTEMPTS, outcomeOf } from './policy.js';
 import { type AttemptResult, judgedStatus, type Sender } from './send.js';
-import { signatureHeader, signingKey } from './signing.js';
+import { type SigningKey, signatureHeaders, signingKey } from './signing.js';
 
 const USER_AGENT = 'SVC-Webhooks/1';
 
@@ -59,8 +58,8 @@ const REMEMBERED_SECRETS = 1000;
  * decrypted once, not at every attempt. It stays in this worker's memory only, as it would for the
  * attempt itself.
  */
-function openedSecrets(box: SecretBox): (sealed: Buffer, webhookId: string) => KeyObject {
-  const opened = new Map<string, { sealed: Buffer; secret: KeyObject }[]>();
+function openedSecrets(box: SecretBox): (sealed: Buffer, webhookId: string) => SigningKey {
+  const opened = new Map<string, { sealed: Buffer; secret: SigningKey }[]>();
   return (sealed, webhookId) => {
     const known = opened.get(webhookId) ?? [];
     // Buffer.compare: the embedded database gives bytea as a plain Uint8Array.
@@ -89,6 +88,7 @@ export function attempter(deps: AttemptDeps): (claimed: Claimed) => Promise<Atte
     if (claimed.previous_valid && claimed.previous_secret) {
       secrets.push(open(claimed.previous_secret, claimed.webhook_id));
     }
+    const signed = signatureHeaders(secrets, { id: claimed.event_id, timestamp, body });
     return deps.sender.send({
       url: claimed.url,
       body,
@@ -99,8 +99,8 @@ export function attempter(deps: AttemptDeps): (claimed: Claimed) => Promise<Atte
         'x-svc-event-id': claimed.event_id,
         'x-svc-delivery': claimed.id,
         'x-svc-attempt': String(claimed.attempt),
-        'x-svc-timestamp': String(timestamp),
-        'x-svc-signature': signatureHeader(secrets, timestamp, body),
+        ...signed.contract,
+        ...signed.standard,
       },
     });
   }
@@ -162,7 +162,9 @@ export function attempter(deps: AttemptDeps): (claimed: Claimed) => Promise<Atte
  * stack (a secret that will not open says only that).
  */
 function describeFault(fault: unknown): string {
-  if (fault instanceof Error && /authenticate data|Unsupported state/i.test(fault.message))
-    return 'el secreto del webhook no se pudo abrir con la clave maestra en uso';
+  if (fault instanceof SealedSecretError)
+    return fault.keyId === null
+      ? 'el secreto del webhook no se pudo abrir con ninguna clave maestra configurada'
+      : `el secreto del webhook está sellado con la clave maestra ${fault.keyId}, que no está configurada`;
   return 'no se pudo preparar el envío';
 }

@@ -107,6 +107,26 @@ const DESCRIPTIONS: Record<string, Record<string, string>> = {
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
+/**
+ * Constraints a component carries beside its properties. `role` decides the pricing shape: stated
+ * as a `oneOf` on the booking, so a validator checks the pair and generated types narrow `pricing`
+ * by `role` (the property alone can only say "one of the two").
+ */
+const PAIRED: Record<string, Json> = {
+  Booking: {
+    oneOf: [
+      {
+        required: ['role'],
+        properties: {
+          role: { enum: ['originator', 'originator_and_executor'] },
+          pricing: ref('OriginatorPricing'),
+        },
+      },
+      { required: ['role'], properties: { role: { const: 'executor' }, pricing: ref('ExecutorPricing') } },
+    ],
+  },
+};
+
 /** Replaces every sub-schema equal to a published component (or a published form) by its reference. */
 function referencer() {
   const byShape = new Map<string, Json>();
@@ -135,6 +155,7 @@ function componentSchemas(toRef: ReturnType<typeof referencer>): Json {
     for (const [property, text] of Object.entries(DESCRIPTIONS[name] ?? {})) {
       if (properties?.[property]) properties[property] = { description: text, ...properties[property] };
     }
+    Object.assign(published, PAIRED[name]);
     schemas[name] = example === undefined ? published : { ...published, examples: [example] };
   }
   schemas.ErrorCode = { type: 'string', enum: Object.keys(ERRORS) };

@@ -26,6 +26,17 @@ const DELIVERY_HEADERS: [string, string, Json][] = [
     '`v1=<hex>`: HMAC-SHA256 of `"{X-SVC-Timestamp}.{raw body}"` keyed with the whole secret (`whsec_…`). During a rotation overlap, two values separated by a comma: the new one, then the previous one. Verify it before reading the body.',
     { type: 'string', pattern: '^v1=[0-9a-f]{64}(,v1=[0-9a-f]{64})?$' },
   ],
+  [
+    'webhook-id',
+    'Standard Webhooks: the event id, as in `X-SVC-Event-Id`; the same on every retry.',
+    { type: 'string', format: 'uuid' },
+  ],
+  ['webhook-timestamp', 'Standard Webhooks: the same Unix time as `X-SVC-Timestamp`.', { type: 'integer' }],
+  [
+    'webhook-signature',
+    'Standard Webhooks: `v1,<base64>`: HMAC-SHA256 of `"{webhook-id}.{webhook-timestamp}.{raw body}"` keyed with the bytes the base64 after `whsec_` encodes, so any Standard Webhooks library verifies it with the secret as shown. During a rotation overlap, two values separated by a space: the new one, then the previous one.',
+    { type: 'string', pattern: '^v1,[A-Za-z0-9+/]{43}=( v1,[A-Za-z0-9+/]{43}=)?$' },
+  ],
 ];
 
 /** When each type fires: the mapping of docs/events.md (the trigger in migration 001 decides it). */

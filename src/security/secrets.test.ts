@@ -14,9 +14,10 @@ import {
 
 const key = deriveKey(Buffer.alloc(32, 1), 'webhook-secrets');
 
-test('a webhook secret is whsec_ and 32 random bytes in base64url', () => {
+test('a webhook secret is whsec_ and 32 random bytes in padded standard base64', () => {
   const a = generateWebhookSecret();
-  assert.match(a, /^whsec_[A-Za-z0-9_-]{43}$/);
+  assert.match(a, /^whsec_[A-Za-z0-9+/]{43}=$/);
+  assert.equal(Buffer.from(a.slice('whsec_'.length), 'base64').length, 32);
   assert.notEqual(a, generateWebhookSecret());
 });
 

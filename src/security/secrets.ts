@@ -71,9 +71,13 @@ export function newMasterKey(): Buffer {
   return randomBytes(32);
 }
 
-/** A webhook signing secret: `whsec_` and 32 random bytes in base64url (256 bits). */
+/**
+ * A webhook signing secret: `whsec_` and 32 random bytes in base64 (256 bits). The standard
+ * alphabet with its padding, because the Standard Webhooks libraries of every language decode the
+ * part after `whsec_` with it (docs/decisions.md, "Standard Webhooks headers").
+ */
 export function generateWebhookSecret(): string {
-  return `whsec_${randomBytes(32).toString('base64url')}`;
+  return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
 const NONCE_BYTES = 12;

@@ -2,8 +2,9 @@
 // the README cannot drift from what works) and run by a shell in a fresh copy of the project
 // folder (links to this one, with a data directory and build output of its own), as real processes:
 // `npm start` builds and serves, the example receiver gets a verified webhook, the mirror writes
-// every booking. Only ports are changed, through the environment, so nothing else on the machine
-// is disturbed.
+// every booking, and `listen` forwards events to the receiver started again with its secret. Only
+// ports are changed (through the environment, and the listen step's 3000), and the secret `listen`
+// printed is put in place of `whsec_…`, so nothing else on the machine is disturbed.
 import assert from 'node:assert/strict';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -44,11 +45,11 @@ after(() => (dir ? rm(dir, { recursive: true, force: true }) : undefined));
 
 test('the README section runs as written and a verified webhook arrives', async () => {
   const blocks = fiveMinuteCommands(await readFile(join(ROOT, 'README.md'), 'utf8'));
-  assert.equal(blocks.length, 3, 'three steps: the service, the receiver, the mirror');
-  const [serve, receive, mirror] = blocks.map((b) => {
-    assert.equal(b.length, 1, `one command a step: ${b.join(' / ')}`);
+  assert.equal(blocks.length, 5, 'the service, the receiver, the mirror, listen and its receiver');
+  const [serve, receive, mirror, listenStep, listenReceive] = blocks.map((b) => {
+    assert.equal(b.length, 1, `one command a block: ${b.join(' / ')}`);
     return b[0] as string;
-  }) as [string, string, string];
+  }) as [string, string, string, string, string];
   assert.match(serve, /^npm start\b/);
 
   dir = await projectCopy();
@@ -61,8 +62,10 @@ test('the README section runs as written and a verified webhook arrives', async 
     RECEIVER_PORT: String(await freePort()),
   };
   // `exec`: the command itself leads its process group, and Ctrl-C (SIGINT to the group, as a
-  // terminal sends it) is answered by it, not by a shell around it.
-  const shell = (command: string) => start('sh', ['-c', `exec ${command}`], { cwd: dir, env, group: true });
+  // terminal sends it) is answered by it, not by a shell around it. Variables set before a command
+  // stay before the `exec`.
+  const shell = (command: string) =>
+    start('sh', ['-c', command.replace(/^((?:\w+=\S+\s+)*)/, '$1exec ')], { cwd: dir, env, group: true });
 
   // 1. The service: built, seeded, listening, the banner printed, traffic simulated.
   const server = shell(serve);
@@ -93,6 +96,23 @@ test('the README section runs as written and a verified webhook arrives', async 
   const mirrored = JSON.parse(await readFile(join(dir, 'data', 'bookings.json'), 'utf8'));
   assert.ok(mirrored.count >= 60, `the demo's bookings: ${mirrored.count}`);
   assert.match(copy.output(), new RegExp(`mirrored ${mirrored.count} bookings`));
+
+  // 4. listen, and the receiver again over plain HTTP with the secret listen printed.
+  const listenPort = String(await freePort());
+  const listen = shell(listenStep.replaceAll('3000', listenPort));
+  const printed = await listen.waitFor(/Listening; Ctrl-C stops\./, 120_000);
+  const secret = /^(whsec_\S+)$/m.exec(printed)?.[1];
+  assert.ok(secret, printed);
+  assert.ok(listenReceive.includes('whsec_…'), listenReceive);
+  const local = shell(listenReceive.replace('whsec_…', secret).replaceAll('3000', listenPort));
+  await local.waitFor(/listening on http:\/\/127\.0\.0\.1:\d+\/webhooks/, 60_000);
+  await local.waitFor(/verified booking\.\w+ \S+ booking \d+ \w+/, 60_000);
+  assert.ok(!local.output().includes('refused'), local.output());
+  assert.equal(await local.stop('SIGINT'), 0, local.output());
+  // npx, like npm, may end by the signal; listen itself says it stopped.
+  const listenCode = await listen.stop('SIGINT');
+  assert.ok(listenCode === 0 || listen.child.signalCode === 'SIGINT', `listen ended with ${listenCode}`);
+  assert.match(listen.output(), /stopped: [1-9]\d* forwarded/);
 
   // npm itself may end by the signal, as it does at a terminal; the service must have stopped cleanly.
   const code = await server.stop('SIGINT');

@@ -24,7 +24,12 @@ function env(name: string): string {
 const svc = createClient({
   baseUrl: env('SVC_BASE_URL'),
   apiKey: env('SVC_API_KEY'),
-  retry: { retries: 2, baseDelayMs: 10 },
+  retry: {
+    retries: 2,
+    baseDelayMs: 10,
+    maxRetryWaitMs: 5_000,
+    onRetry: (attempt, waitMs, error) => console.error(`retry ${attempt} in ${waitMs} ms: ${String(error)}`),
+  },
 });
 
 // The types are the document's, not `any` or `never`: wrong calls do not compile.
@@ -34,6 +39,15 @@ void (() => svc.getBooking({}));
 void (() => svc.putBookingExternalId({ path: { id: 'x' }, body: { external_id: 42 } }));
 // @ts-expect-error listBookings has no such filter
 void (() => svc.listBookings({ query: { colour: 'red' } }));
+// @ts-expect-error getBooking does not take an Idempotency-Key
+void (() => svc.getBooking({ path: { id: 'x' }, idempotencyKey: 'k' }));
+
+// One booking type: `role` narrows `pricing`, no casts; `flight.number` is absent while pending.
+function price(booking: Booking): number | null {
+  if (booking.role === 'executor') return booking.pricing?.net_executor ?? null;
+  return booking.pricing?.total ?? null;
+}
+const flightNumber = (booking: Booking): string => booking.flight?.number ?? 'pending';
 
 // 1. Every booking, page after page (the filters would go with every page).
 const bookings: Booking[] = [];
@@ -109,6 +123,10 @@ const event = await delivered;
 clearTimeout(timeout);
 server.close();
 
+// A webhook's `data` is the API's Booking.
+const data: Booking | null = event.data;
+const priced = data === null ? null : { price: price(data), flight: flightNumber(data) };
+
 let wrongSecret: string | null = null;
 try {
   verifyWebhook('{}', { 'x-svc-signature': `v1=${'0'.repeat(64)}`, 'x-svc-timestamp': '1' }, secret);
@@ -124,6 +142,8 @@ console.log(
     foundId,
     error,
     event: { id: event.id, type: event.type, resource: event.resource, queued: queued.event_id },
+    priced,
+    firstPrice: price(first),
     wrongSecret,
   }),
 );

@@ -1,5 +1,6 @@
 // The client as an integrator gets it: packages/client built and packed by npm, the tarball installed with no network into a new project outside the repository, a program using the
-// page iterator, the lookup by external id, a PUT with Idempotency-Key and verifyWebhook compiled
+// page iterator, the lookup by external id, a PUT with Idempotency-Key, verifyWebhook, webhook `data`
+// assigned to the API's Booking and `pricing` narrowed by `role` without casts, compiled
 // under `tsc --strict` (TypeScript 7 with and without skipLibCheck, TypeScript 5 with it), then run against a live server whose worker delivers to the
 // program's HTTPS receiver.
 import assert from 'node:assert/strict';
@@ -12,7 +13,7 @@ import { dirname, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { seedBookings } from '../api/read-support.js';
-import { webhookHarness, webhookTenant } from '../support/webhooks.js';
+import { WEBHOOK_SCOPES, webhookHarness, webhookTenant } from '../support/webhooks.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLIENT = join(ROOT, 'packages', 'client');
@@ -200,7 +201,7 @@ test('the compiled program runs against a live server', async () => {
   const { svc } = await webhookHarness();
   await svc.api.listen({ host: '127.0.0.1', port: 0 });
   const port = (svc.api.server.address() as AddressInfo).port;
-  const tenant = await webhookTenant(svc);
+  const tenant = await webhookTenant(svc, { scopes: [...WEBHOOK_SCOPES, 'pricing:read'] });
   const ids = await seedBookings(svc, tenant.organization.id, 5);
 
   const ran = await run(process.execPath, [join(project, 'out', 'consumer.mjs')], project, {
@@ -228,5 +229,7 @@ test('the compiled program runs against a live server', async () => {
   assert.equal(seen.event.id, seen.event.queued);
   assert.equal(seen.event.resource.type, 'webhook');
   assert.equal(seen.wrongSecret, 'signature_mismatch');
+  assert.equal(seen.firstPrice, 95.5, "the originator's total, read through the pricing its role narrowed");
+  assert.equal(seen.priced, null, 'a webhook.test carries no booking');
   console.log(`# pack, install, compile and run (ms): ${JSON.stringify(timings)}`);
 });

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
+import { Webhook } from 'standardwebhooks';
 import {
   verifyWebhook,
   WebhookVerificationError,
@@ -96,7 +97,7 @@ describe('verifyWebhook on real deliveries', () => {
       'signature_mismatch',
     );
 
-    const { 'x-svc-signature': _s, ...unsigned } = req.headers;
+    const { 'x-svc-signature': _s, 'webhook-signature': _w, ...unsigned } = req.headers;
     assert.equal(
       refusal(() => verifyWebhook(req.body, unsigned, hook.secret)),
       'missing_header',
@@ -195,5 +196,42 @@ describe('verifyWebhook on real deliveries', () => {
     assert.equal(event.type, 'webhook.test');
     assert.deepEqual(event.resource, { type: 'webhook', id: hook.id });
     assert.equal(event.data, null);
+  });
+
+  test('the Standard Webhooks header set alone verifies too, as that specification signs it', async () => {
+    const { hook, req } = await delivered();
+    const standard = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !k.startsWith('x-svc-')));
+    assert.ok(standard['webhook-signature']);
+    assert.deepEqual(verifyWebhook(req.body, standard, hook.secret), JSON.parse(req.body));
+
+    // Signed by the specification's own library, with a space-separated previous signature.
+    const id = randomUUID();
+    const at = new Date();
+    const body = JSON.stringify({ ...JSON.parse(req.body), id });
+    const other = (await createWebhook(svc, await webhookTenant(svc), receiver.url('/h/other'))).secret;
+    const headers = {
+      'webhook-id': id,
+      'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+      'webhook-signature': `${new Webhook(other).sign(id, at, body)} ${new Webhook(hook.secret).sign(id, at, body)}`,
+    };
+    assert.equal(verifyWebhook(body, headers, hook.secret).id, id);
+    assert.equal(verifyWebhook(body, headers, other).id, id);
+    assert.equal(
+      refusal(() => verifyWebhook(`${body} `, headers, hook.secret)),
+      'signature_mismatch',
+    );
+    assert.equal(
+      refusal(() => verifyWebhook(body, { ...headers, 'webhook-id': randomUUID() }, hook.secret)),
+      'signature_mismatch',
+    );
+    const { 'webhook-id': _id, ...noId } = headers;
+    assert.equal(
+      refusal(() => verifyWebhook(body, noId, hook.secret)),
+      'missing_header',
+    );
+    assert.equal(
+      refusal(() => verifyWebhook(body, { ...headers, 'webhook-signature': 'v1=abc' }, hook.secret)),
+      'malformed_header',
+    );
   });
 });

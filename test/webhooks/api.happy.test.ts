@@ -105,7 +105,7 @@ describe('POST /webhooks', () => {
     assert.match(hook.updated_at, ISO);
     assert.equal(hook.created_at, hook.updated_at);
     assert.ok(Math.abs(Date.parse(hook.created_at) - before) < 60_000);
-    assert.match(hook.secret, /^whsec_[A-Za-z0-9_-]{43}$/, '32 random bytes, base64url');
+    assert.match(hook.secret, /^whsec_[A-Za-z0-9+/]{43}=$/, '32 random bytes, base64');
 
     const row = await stored(hook.id);
     assert.ok(row);
@@ -114,7 +114,7 @@ describe('POST /webhooks', () => {
     assert.equal(row.url, url);
     assert.equal(row.description, 'ERP central');
     const sealed = asBuffer(row.secret);
-    const raw = Buffer.from(hook.secret.slice('whsec_'.length), 'base64url');
+    const raw = Buffer.from(hook.secret.slice('whsec_'.length), 'base64');
     assert.equal(raw.length, 32);
     assert.ok(!sealed.includes(Buffer.from(hook.secret)), 'the secret text is not stored');
     assert.ok(!sealed.includes(Buffer.from(hook.secret.slice('whsec_'.length))), 'nor its base64 part');
@@ -367,7 +367,7 @@ describe('POST /webhooks/{id}/rotate-secret', () => {
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(keysOf(res.body), ['id', 'previous_secret_valid_until', 'secret']);
     assert.equal(res.body.id, hook.id);
-    assert.match(res.body.secret, /^whsec_[A-Za-z0-9_-]{43}$/);
+    assert.match(res.body.secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
     assert.notEqual(res.body.secret, hook.secret);
     assert.match(res.body.previous_secret_valid_until, ISO);
     const until = Date.parse(res.body.previous_secret_valid_until);

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
+import { createSecretBox } from '../../src/security/secrets.js';
 import { putBooking } from '../support/feed.js';
 import { createWebhook, deliveriesUntil, webhookHarness, webhookTenant } from '../support/webhooks.js';
 
@@ -19,11 +20,12 @@ test('a secret that does not open: eight attempts, dead, the service named, the 
   const t = await webhookTenant(svc);
   const path = `/fault/${randomUUID()}`;
   const hook = await createWebhook(svc, t, receiver.url(path), ['booking.created']);
-  // Sealed under another master key: the same bytes, one flipped, fail authentication as they would.
-  await svc.db.query(
-    `UPDATE webhooks SET secret = overlay(secret PLACING '\\xff'::bytea FROM length(secret) FOR 1) WHERE id = $1`,
-    [hook.id],
-  );
+  // Sealed under a master key this service does not have, as after the key was changed.
+  const other = createSecretBox(Buffer.alloc(32, 9));
+  await svc.db.query('UPDATE webhooks SET secret = $2 WHERE id = $1', [
+    hook.id,
+    other.seal(hook.secret, hook.id),
+  ]);
   const before = await faults();
   const logged = svc.logs.length;
   await putBooking(svc, t.organization.id);
@@ -31,7 +33,7 @@ test('a secret that does not open: eight attempts, dead, the service named, the 
   assert.equal(d?.attempt, 8, 'every attempt of the schedule counted');
   assert.equal(d?.last_status, null);
   assert.match(d?.last_error ?? '', /error interno del servicio \(no del destino\)/);
-  assert.match(d?.last_error ?? '', /clave maestra/);
+  assert.match(d?.last_error ?? '', new RegExp(`clave maestra ${other.keyId}, que no está configurada`));
   assert.equal(receiver.requests.filter((r) => r.path === path).length, 0, 'nothing was sent');
 
   const w = (await svc.call('GET', `/webhooks/${hook.id}`, { key: t.key })).body;

@@ -8,7 +8,14 @@ import type { components, operations } from './schema.js';
 
 export type { components, operations, paths } from './schema.js';
 export type Schemas = components['schemas'];
+/**
+ * A booking, as reads return it and as webhook events carry it in `data`. A union by `role`:
+ * `booking.role === 'executor'` narrows `pricing` to `ExecutorPricing`, the other roles to
+ * `OriginatorPricing`.
+ */
 export type Booking = Schemas['Booking'];
+export type OriginatorPricing = Schemas['OriginatorPricing'];
+export type ExecutorPricing = Schemas['ExecutorPricing'];
 export type Customer = Schemas['Customer'];
 export type Driver = Schemas['Driver'];
 export type Vehicle = Schemas['Vehicle'];
@@ -38,19 +45,24 @@ export type ResultOf<K extends OperationId> = {
     : never;
 }[keyof operations[K]['responses']];
 
+/** The Idempotency-Key option, on the operations that accept the header only. */
+type IdempotencyOf<K extends OperationId> = (typeof OPERATIONS)[K]['idempotent'] extends true
+  ? {
+      /**
+       * Idempotency-Key (`true` makes one). It makes the write safe to retry, so the client also
+       * retries it after a 5xx or a network error.
+       */
+      idempotencyKey?: string | true;
+    }
+  : { idempotencyKey?: never };
+
 /** What one call takes: only the parts its operation has are allowed, and required ones must be given. */
 export type Args<K extends OperationId> = ([PathOf<K>] extends [never] | [undefined]
   ? { path?: never }
   : { path: PathOf<K> }) &
   ([QueryOf<K>] extends [never] | [undefined] ? { query?: never } : { query?: QueryOf<K> }) &
-  ([BodyOf<K>] extends [never] ? { body?: never } : { body: BodyOf<K> }) & {
-    /**
-     * Idempotency-Key for the operations that accept it (`true` makes one). It makes the write safe
-     * to retry, so the client also retries it after a 5xx or a network error.
-     */
-    idempotencyKey?: string | true;
-    signal?: AbortSignal;
-  };
+  ([BodyOf<K>] extends [never] ? { body?: never } : { body: BodyOf<K> }) &
+  IdempotencyOf<K> & { signal?: AbortSignal };
 
 type PagedId = { [K in OperationId]: (typeof OPERATIONS)[K]['paged'] extends true ? K : never }[OperationId];
 type ItemOf<K extends OperationId> = ResultOf<K> extends { data: (infer T)[] } ? T : never;
@@ -61,6 +73,17 @@ export interface RetryOptions {
   /** First back-off in ms (default 250), doubled each retry, up to `maxDelayMs` (default 8000). */
   baseDelayMs?: number;
   maxDelayMs?: number;
+  /**
+   * The longest the client waits before one retry (default 30000). A `429` whose `Retry-After`
+   * asks for more is thrown at once as its `ApiError` (`details.retry_after` says how long), rather
+   * than holding the call for that long.
+   */
+  maxRetryWaitMs?: number;
+  /**
+   * Told before each retry: its number (1 for the first), the wait in ms, and what failed (the
+   * `ApiError` of the answer, or the network error). For a log line or a metric; it cannot cancel.
+   */
+  onRetry?: (attempt: number, waitMs: number, error: unknown) => void;
 }
 
 export interface ClientOptions {
@@ -176,6 +199,8 @@ export function createClient(options: ClientOptions): TypedClient {
   const retries = options.retry?.retries ?? 4;
   const base = options.retry?.baseDelayMs ?? 250;
   const cap = options.retry?.maxDelayMs ?? 8000;
+  const maxWait = options.retry?.maxRetryWaitMs ?? 30_000;
+  const onRetry = options.retry?.onRetry;
   const baseUrl = normalizeBaseUrl(options.baseUrl);
   if (typeof options.apiKey !== 'string' || options.apiKey.trim() === '') {
     throw new TypeError('apiKey is missing: pass the integration key (svc_live_… or svc_test_…)');
@@ -183,6 +208,13 @@ export function createClient(options: ClientOptions): TypedClient {
 
   /** Full jitter: a random wait up to the exponential bound of this retry. */
   const backoff = (retry: number) => Math.floor(random() * Math.min(cap, base * 2 ** retry));
+
+  /** Says so and waits before retry `attempt + 1`, or throws `error` when the wait is over the cap. */
+  async function retryAfter(attempt: number, waitMs: number, error: unknown): Promise<void> {
+    if (waitMs > maxWait) throw error;
+    onRetry?.(attempt + 1, waitMs, error);
+    await sleep(waitMs);
+  }
 
   async function call<K extends OperationId>(
     operation: K,
@@ -233,7 +265,7 @@ export function createClient(options: ClientOptions): TypedClient {
         res = await doFetch(url, init);
       } catch (error) {
         if (a.signal?.aborted || !retriable || attempt >= retries) throw error;
-        await sleep(backoff(attempt));
+        await retryAfter(attempt, backoff(attempt), error);
         continue;
       }
       if (res.ok) return (await res.json()) as ResultOf<K>;
@@ -243,11 +275,11 @@ export function createClient(options: ClientOptions): TypedClient {
         // A 429 is refused before any work: safe to repeat for every method, after Retry-After.
         const seconds = Number(res.headers.get('retry-after') ?? error.details?.retry_after);
         const wait = Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 0;
-        await sleep(Math.max(wait, backoff(attempt)));
+        await retryAfter(attempt, Math.max(wait, backoff(attempt)), error);
         continue;
       }
       if (RETRIED_STATUSES.has(res.status) && retriable) {
-        await sleep(backoff(attempt));
+        await retryAfter(attempt, backoff(attempt), error);
         continue;
       }
       throw error;

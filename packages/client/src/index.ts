@@ -10,6 +10,7 @@ export type {
   WebhookEventType,
   WebhookTestEvent,
 } from './events.js';
+export { type Listener, type ListenOptions, type ListenSummary, listen, newSecret } from './listen.js';
 export {
   DEFAULT_TOLERANCE_SECONDS,
   type VerifyOptions,

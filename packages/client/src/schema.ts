@@ -829,7 +829,15 @@ export interface components {
             };
             /** @description Only with scope `pricing:read` (absent otherwise). `OriginatorPricing` when `role` is `originator` or `originator_and_executor`, `ExecutorPricing` when it is `executor`. Never null: absent also when the platform holds no price for the role (no price stored; for an executor, no net stored). */
             pricing?: components["schemas"]["OriginatorPricing"] | components["schemas"]["ExecutorPricing"];
-        };
+        } & ({
+            /** @enum {unknown} */
+            role: "originator" | "originator_and_executor";
+            pricing?: components["schemas"]["OriginatorPricing"];
+        } | {
+            /** @constant */
+            role: "executor";
+            pricing?: components["schemas"]["ExecutorPricing"];
+        });
         /**
          * @example {
          *       "data": [
@@ -3257,6 +3265,12 @@ export interface operations {
                 "X-SVC-Timestamp": number;
                 /** @description `v1=<hex>`: HMAC-SHA256 of `"{X-SVC-Timestamp}.{raw body}"` keyed with the whole secret (`whsec_…`). During a rotation overlap, two values separated by a comma: the new one, then the previous one. Verify it before reading the body. */
                 "X-SVC-Signature": string;
+                /** @description Standard Webhooks: the event id, as in `X-SVC-Event-Id`; the same on every retry. */
+                "webhook-id": string;
+                /** @description Standard Webhooks: the same Unix time as `X-SVC-Timestamp`. */
+                "webhook-timestamp": number;
+                /** @description Standard Webhooks: `v1,<base64>`: HMAC-SHA256 of `"{webhook-id}.{webhook-timestamp}.{raw body}"` keyed with the bytes the base64 after `whsec_` encodes, so any Standard Webhooks library verifies it with the secret as shown. During a rotation overlap, two values separated by a space: the new one, then the previous one. */
+                "webhook-signature": string;
             };
             path?: never;
             cookie?: never;
@@ -3301,6 +3315,12 @@ export interface operations {
                 "X-SVC-Timestamp": number;
                 /** @description `v1=<hex>`: HMAC-SHA256 of `"{X-SVC-Timestamp}.{raw body}"` keyed with the whole secret (`whsec_…`). During a rotation overlap, two values separated by a comma: the new one, then the previous one. Verify it before reading the body. */
                 "X-SVC-Signature": string;
+                /** @description Standard Webhooks: the event id, as in `X-SVC-Event-Id`; the same on every retry. */
+                "webhook-id": string;
+                /** @description Standard Webhooks: the same Unix time as `X-SVC-Timestamp`. */
+                "webhook-timestamp": number;
+                /** @description Standard Webhooks: `v1,<base64>`: HMAC-SHA256 of `"{webhook-id}.{webhook-timestamp}.{raw body}"` keyed with the bytes the base64 after `whsec_` encodes, so any Standard Webhooks library verifies it with the secret as shown. During a rotation overlap, two values separated by a space: the new one, then the previous one. */
+                "webhook-signature": string;
             };
             path?: never;
             cookie?: never;
@@ -3345,6 +3365,12 @@ export interface operations {
                 "X-SVC-Timestamp": number;
                 /** @description `v1=<hex>`: HMAC-SHA256 of `"{X-SVC-Timestamp}.{raw body}"` keyed with the whole secret (`whsec_…`). During a rotation overlap, two values separated by a comma: the new one, then the previous one. Verify it before reading the body. */
                 "X-SVC-Signature": string;
+                /** @description Standard Webhooks: the event id, as in `X-SVC-Event-Id`; the same on every retry. */
+                "webhook-id": string;
+                /** @description Standard Webhooks: the same Unix time as `X-SVC-Timestamp`. */
+                "webhook-timestamp": number;
+                /** @description Standard Webhooks: `v1,<base64>`: HMAC-SHA256 of `"{webhook-id}.{webhook-timestamp}.{raw body}"` keyed with the bytes the base64 after `whsec_` encodes, so any Standard Webhooks library verifies it with the secret as shown. During a rotation overlap, two values separated by a space: the new one, then the previous one. */
+                "webhook-signature": string;
             };
             path?: never;
             cookie?: never;
@@ -3389,6 +3415,12 @@ export interface operations {
                 "X-SVC-Timestamp": number;
                 /** @description `v1=<hex>`: HMAC-SHA256 of `"{X-SVC-Timestamp}.{raw body}"` keyed with the whole secret (`whsec_…`). During a rotation overlap, two values separated by a comma: the new one, then the previous one. Verify it before reading the body. */
                 "X-SVC-Signature": string;
+                /** @description Standard Webhooks: the event id, as in `X-SVC-Event-Id`; the same on every retry. */
+                "webhook-id": string;
+                /** @description Standard Webhooks: the same Unix time as `X-SVC-Timestamp`. */
+                "webhook-timestamp": number;
+                /** @description Standard Webhooks: `v1,<base64>`: HMAC-SHA256 of `"{webhook-id}.{webhook-timestamp}.{raw body}"` keyed with the bytes the base64 after `whsec_` encodes, so any Standard Webhooks library verifies it with the secret as shown. During a rotation overlap, two values separated by a space: the new one, then the previous one. */
+                "webhook-signature": string;
             };
             path?: never;
             cookie?: never;
@@ -3433,6 +3465,12 @@ export interface operations {
                 "X-SVC-Timestamp": number;
                 /** @description `v1=<hex>`: HMAC-SHA256 of `"{X-SVC-Timestamp}.{raw body}"` keyed with the whole secret (`whsec_…`). During a rotation overlap, two values separated by a comma: the new one, then the previous one. Verify it before reading the body. */
                 "X-SVC-Signature": string;
+                /** @description Standard Webhooks: the event id, as in `X-SVC-Event-Id`; the same on every retry. */
+                "webhook-id": string;
+                /** @description Standard Webhooks: the same Unix time as `X-SVC-Timestamp`. */
+                "webhook-timestamp": number;
+                /** @description Standard Webhooks: `v1,<base64>`: HMAC-SHA256 of `"{webhook-id}.{webhook-timestamp}.{raw body}"` keyed with the bytes the base64 after `whsec_` encodes, so any Standard Webhooks library verifies it with the secret as shown. During a rotation overlap, two values separated by a space: the new one, then the previous one. */
+                "webhook-signature": string;
             };
             path?: never;
             cookie?: never;
@@ -3477,6 +3515,12 @@ export interface operations {
                 "X-SVC-Timestamp": number;
                 /** @description `v1=<hex>`: HMAC-SHA256 of `"{X-SVC-Timestamp}.{raw body}"` keyed with the whole secret (`whsec_…`). During a rotation overlap, two values separated by a comma: the new one, then the previous one. Verify it before reading the body. */
                 "X-SVC-Signature": string;
+                /** @description Standard Webhooks: the event id, as in `X-SVC-Event-Id`; the same on every retry. */
+                "webhook-id": string;
+                /** @description Standard Webhooks: the same Unix time as `X-SVC-Timestamp`. */
+                "webhook-timestamp": number;
+                /** @description Standard Webhooks: `v1,<base64>`: HMAC-SHA256 of `"{webhook-id}.{webhook-timestamp}.{raw body}"` keyed with the bytes the base64 after `whsec_` encodes, so any Standard Webhooks library verifies it with the secret as shown. During a rotation overlap, two values separated by a space: the new one, then the previous one. */
+                "webhook-signature": string;
             };
             path?: never;
             cookie?: never;
@@ -3521,6 +3565,12 @@ export interface operations {
                 "X-SVC-Timestamp": number;
                 /** @description `v1=<hex>`: HMAC-SHA256 of `"{X-SVC-Timestamp}.{raw body}"` keyed with the whole secret (`whsec_…`). During a rotation overlap, two values separated by a comma: the new one, then the previous one. Verify it before reading the body. */
                 "X-SVC-Signature": string;
+                /** @description Standard Webhooks: the event id, as in `X-SVC-Event-Id`; the same on every retry. */
+                "webhook-id": string;
+                /** @description Standard Webhooks: the same Unix time as `X-SVC-Timestamp`. */
+                "webhook-timestamp": number;
+                /** @description Standard Webhooks: `v1,<base64>`: HMAC-SHA256 of `"{webhook-id}.{webhook-timestamp}.{raw body}"` keyed with the bytes the base64 after `whsec_` encodes, so any Standard Webhooks library verifies it with the secret as shown. During a rotation overlap, two values separated by a space: the new one, then the previous one. */
+                "webhook-signature": string;
             };
             path?: never;
             cookie?: never;
@@ -3565,6 +3615,12 @@ export interface operations {
                 "X-SVC-Timestamp": number;
                 /** @description `v1=<hex>`: HMAC-SHA256 of `"{X-SVC-Timestamp}.{raw body}"` keyed with the whole secret (`whsec_…`). During a rotation overlap, two values separated by a comma: the new one, then the previous one. Verify it before reading the body. */
                 "X-SVC-Signature": string;
+                /** @description Standard Webhooks: the event id, as in `X-SVC-Event-Id`; the same on every retry. */
+                "webhook-id": string;
+                /** @description Standard Webhooks: the same Unix time as `X-SVC-Timestamp`. */
+                "webhook-timestamp": number;
+                /** @description Standard Webhooks: `v1,<base64>`: HMAC-SHA256 of `"{webhook-id}.{webhook-timestamp}.{raw body}"` keyed with the bytes the base64 after `whsec_` encodes, so any Standard Webhooks library verifies it with the secret as shown. During a rotation overlap, two values separated by a space: the new one, then the previous one. */
+                "webhook-signature": string;
             };
             path?: never;
             cookie?: never;
@@ -3609,6 +3665,12 @@ export interface operations {
                 "X-SVC-Timestamp": number;
                 /** @description `v1=<hex>`: HMAC-SHA256 of `"{X-SVC-Timestamp}.{raw body}"` keyed with the whole secret (`whsec_…`). During a rotation overlap, two values separated by a comma: the new one, then the previous one. Verify it before reading the body. */
                 "X-SVC-Signature": string;
+                /** @description Standard Webhooks: the event id, as in `X-SVC-Event-Id`; the same on every retry. */
+                "webhook-id": string;
+                /** @description Standard Webhooks: the same Unix time as `X-SVC-Timestamp`. */
+                "webhook-timestamp": number;
+                /** @description Standard Webhooks: `v1,<base64>`: HMAC-SHA256 of `"{webhook-id}.{webhook-timestamp}.{raw body}"` keyed with the bytes the base64 after `whsec_` encodes, so any Standard Webhooks library verifies it with the secret as shown. During a rotation overlap, two values separated by a space: the new one, then the previous one. */
+                "webhook-signature": string;
             };
             path?: never;
             cookie?: never;

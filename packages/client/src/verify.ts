@@ -1,17 +1,22 @@
-// Verifying a webhook delivery before trusting it (docs/webhooks.md, "Verify a delivery"):
-//   X-SVC-Signature: v1=<hex HMAC-SHA256(secret, "{X-SVC-Timestamp}.{raw body}")>[,v1=<previous>]
-// keyed with the whole secret string as it was shown (`whsec_` included).
-import { createHmac, timingSafeEqual } from 'node:crypto';
+// Verifying a webhook delivery before trusting it (docs/webhooks.md, "Verify a delivery"), by
+// either header set a delivery carries (signature.ts):
+//   X-SVC-Signature: v1=<hex>[,v1=<previous>] over "{X-SVC-Timestamp}.{raw body}", or, without it,
+//   webhook-signature: v1,<base64>[ v1,<previous>] over "{webhook-id}.{webhook-timestamp}.{raw body}".
+import { timingSafeEqual } from 'node:crypto';
 import type { WebhookEvent } from './events.js';
+import { contractDigest, standardDigest } from './signature.js';
 
 export const SIGNATURE_HEADER = 'x-svc-signature';
 export const TIMESTAMP_HEADER = 'x-svc-timestamp';
+const STANDARD_SIGNATURE = 'webhook-signature';
+const STANDARD_TIMESTAMP = 'webhook-timestamp';
+const STANDARD_ID = 'webhook-id';
 export const DEFAULT_TOLERANCE_SECONDS = 300;
 
 export type WebhookVerificationReason =
-  /** `X-SVC-Signature` or `X-SVC-Timestamp` is absent. */
+  /** Neither signature header, or the timestamp (or `webhook-id`) that goes with it, is present. */
   | 'missing_header'
-  /** A header is present but not in the documented form (no `v1=` value of 64 hex characters, a timestamp that is not a whole number). */
+  /** A header is present but not in the documented form (no `v1=` value of 64 hex characters, no `v1,` value of 32 bytes in base64, a timestamp that is not a whole number). */
   | 'malformed_header'
   /** No signature of the header matches this secret and this raw body. */
   | 'signature_mismatch'
@@ -38,7 +43,7 @@ export type WebhookHeaders =
   | Readonly<Record<string, string | readonly string[] | undefined>>;
 
 export interface VerifyOptions {
-  /** Allowed distance between `X-SVC-Timestamp` and now, either way. Default 300 (5 minutes). */
+  /** Allowed distance between the signed timestamp and now, either way. Default 300 (5 minutes). */
   toleranceSeconds?: number;
   /** The clock to judge the timestamp by, in milliseconds since the epoch (or a Date). Default: now. */
   now?: number | Date;
@@ -59,15 +64,57 @@ function header(headers: WebhookHeaders, name: string): string | undefined {
 }
 
 const V1 = /^v1=([0-9a-f]{64})$/;
+const STANDARD_V1 = /^v1,([A-Za-z0-9+/]{43}=)$/;
 
-/** The v1 digests of the header; values of other schemes are ignored, so later schemes can be added. */
-function parseSignatures(value: string): Buffer[] {
-  const digests: Buffer[] = [];
-  for (const part of value.split(',')) {
-    const match = V1.exec(part.trim());
-    if (match) digests.push(Buffer.from(match[1] as string, 'hex'));
+/** The v1 digests of a header; values of other schemes are ignored, so later schemes can be added. */
+function digests(value: string, separator: string, form: RegExp, encoding: 'hex' | 'base64'): Buffer[] {
+  const found: Buffer[] = [];
+  for (const part of value.split(separator)) {
+    const match = form.exec(part.trim());
+    if (match) found.push(Buffer.from(match[1] as string, encoding));
   }
-  return digests;
+  return found;
+}
+
+/** What a delivery was signed with, read from whichever header set it carries. */
+interface Signed {
+  timestamp: string;
+  given: Buffer[];
+  expected(secret: string, body: Buffer): Buffer;
+}
+
+function contractSigned(headers: WebhookHeaders, signature: string): Signed {
+  const timestamp = header(headers, TIMESTAMP_HEADER);
+  if (timestamp === undefined)
+    throw new WebhookVerificationError('missing_header', 'X-SVC-Timestamp is missing');
+  const given = digests(signature, ',', V1, 'hex');
+  if (given.length === 0) {
+    throw new WebhookVerificationError('malformed_header', 'X-SVC-Signature has no v1= signature');
+  }
+  const t = timestamp.trim();
+  return { timestamp: t, given, expected: (secret, body) => contractDigest(secret, t, body) };
+}
+
+function standardSigned(headers: WebhookHeaders, signature: string): Signed {
+  const timestamp = header(headers, STANDARD_TIMESTAMP);
+  const id = header(headers, STANDARD_ID);
+  if (timestamp === undefined)
+    throw new WebhookVerificationError('missing_header', 'webhook-timestamp is missing');
+  if (id === undefined) throw new WebhookVerificationError('missing_header', 'webhook-id is missing');
+  const given = digests(signature, ' ', STANDARD_V1, 'base64');
+  if (given.length === 0) {
+    throw new WebhookVerificationError('malformed_header', 'webhook-signature has no v1, signature');
+  }
+  const t = timestamp.trim();
+  return { timestamp: t, given, expected: (secret, body) => standardDigest(secret, id, t, body) };
+}
+
+function signedBy(headers: WebhookHeaders): Signed {
+  const contract = header(headers, SIGNATURE_HEADER);
+  if (contract !== undefined) return contractSigned(headers, contract);
+  const standard = header(headers, STANDARD_SIGNATURE);
+  if (standard !== undefined) return standardSigned(headers, standard);
+  throw new WebhookVerificationError('missing_header', 'X-SVC-Signature (or webhook-signature) is missing');
 }
 
 /**
@@ -89,28 +136,17 @@ export function verifyWebhook(
   if (!Number.isFinite(tolerance) || tolerance < 0) {
     throw new TypeError('verifyWebhook: toleranceSeconds must be a number of seconds, 0 or more');
   }
-  const signatureValue = header(headers, SIGNATURE_HEADER);
-  const timestampValue = header(headers, TIMESTAMP_HEADER);
-  if (signatureValue === undefined) {
-    throw new WebhookVerificationError('missing_header', 'X-SVC-Signature is missing');
-  }
-  if (timestampValue === undefined) {
-    throw new WebhookVerificationError('missing_header', 'X-SVC-Timestamp is missing');
-  }
-  const timestampText = timestampValue.trim();
+  const signed = signedBy(headers);
+  const timestampText = signed.timestamp;
   if (!/^\d{1,12}$/.test(timestampText)) {
-    throw new WebhookVerificationError('malformed_header', 'X-SVC-Timestamp is not Unix time in seconds');
-  }
-  const given = parseSignatures(signatureValue);
-  if (given.length === 0) {
-    throw new WebhookVerificationError('malformed_header', 'X-SVC-Signature has no v1= signature');
+    throw new WebhookVerificationError('malformed_header', 'The timestamp is not Unix time in seconds');
   }
 
   const body = typeof rawBody === 'string' ? Buffer.from(rawBody, 'utf8') : Buffer.from(rawBody);
-  const expected = createHmac('sha256', secret).update(`${timestampText}.`).update(body).digest();
+  const expected = signed.expected(secret, body);
   // Every value is compared, in constant time, whichever matches.
   let matched = false;
-  for (const digest of given) {
+  for (const digest of signed.given) {
     if (timingSafeEqual(digest, expected)) matched = true;
   }
   if (!matched) {

@@ -178,6 +178,55 @@ test('5xx and network errors are retried with exponential back-off and jitter on
   assert.equal(keyed.calls.length, 2);
 });
 
+test('onRetry is told of each retry; a Retry-After over maxRetryWaitMs is thrown, not slept', async () => {
+  const told: [number, number, unknown][] = [];
+  const waits: number[] = [];
+  const { calls, fetch } = scripted([
+    json(503, envelope('unavailable')),
+    json(429, envelope('rate_limited'), { 'retry-after': '2' }),
+    json(
+      429,
+      { error: { ...envelope('rate_limited').error, details: { retry_after: 56 } } },
+      { 'retry-after': '56' },
+    ),
+  ]);
+  const client = createClient({
+    baseUrl,
+    apiKey: 'k',
+    fetch,
+    sleep: async (ms) => void waits.push(ms),
+    random: () => 0.999,
+    retry: {
+      maxRetryWaitMs: 10_000,
+      onRetry: (attempt, waitMs, error) => told.push([attempt, waitMs, error]),
+    },
+  });
+  const error = await client.getIntegration().catch((e) => e);
+  assert.equal(error.code, 'rate_limited');
+  assert.equal(error.details.retry_after, 56, 'the caller learns how long the API asked for');
+  assert.equal(calls.length, 3);
+  assert.deepEqual(waits, [249, 2000], 'no wait of 56 s');
+  assert.deepEqual(
+    told.map(([attempt, waitMs, e]) => [attempt, waitMs, (e as { code: string }).code]),
+    [
+      [1, 249, 'unavailable'],
+      [2, 2000, 'rate_limited'],
+    ],
+  );
+
+  // By default the cap is 30 s.
+  const long = scripted([json(429, envelope('rate_limited'), { 'retry-after': '31' })]);
+  const slept: number[] = [];
+  const byDefault = createClient({
+    baseUrl,
+    apiKey: 'k',
+    fetch: long.fetch,
+    sleep: async (ms) => void slept.push(ms),
+  });
+  assert.equal((await byDefault.getIntegration().catch((e) => e)).status, 429);
+  assert.deepEqual(slept, []);
+});
+
 test('retries stop after the configured number', async () => {
   const { calls, fetch } = scripted(Array.from({ length: 5 }, () => json(502, {})));
   const client = createClient({ baseUrl, apiKey: 'k', fetch, sleep: async () => {}, retry: { retries: 2 } });
