@@ -63,6 +63,8 @@ export interface Config {
   redisUrl: string | null;
   host: string;
   port: number;
+  /** Where integrators reach this service's public listener (scheme, host, port): portal links start with it. */
+  publicUrl: string;
   operatorHost: string;
   operatorPort: number;
   operatorToken: string | null;
@@ -213,6 +215,22 @@ export function parseMasterKey(raw: string, name = 'SVC_MASTER_KEY'): Buffer {
   return key;
 }
 
+/** An http(s) origin, without a trailing slash. */
+function origin(env: Env, name: string, fallback: string): string {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `must be an http:// or https:// address, got "${raw}"`);
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash) {
+    throw new ConfigError(name, `must be an http:// or https:// address, got "${raw}"`);
+  }
+  return url.href.replace(/\/+$/, '');
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const operatorToken = env.SVC_OPERATOR_TOKEN || null;
   if (operatorToken !== null && operatorToken.length < 32) {
@@ -226,6 +244,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: env.REDIS_URL || null,
     host: env.SVC_HOST || '0.0.0.0',
     port: int(env, 'SVC_PORT', 8080, 0, 65535),
+    publicUrl: origin(env, 'SVC_PUBLIC_URL', `http://localhost:${int(env, 'SVC_PORT', 8080, 0, 65535)}`),
     operatorHost: env.SVC_OPERATOR_HOST || '127.0.0.1',
     operatorPort: int(env, 'SVC_OPERATOR_PORT', 8081, 0, 65535),
     operatorToken,

@@ -5,6 +5,7 @@ import { deliveryRoutes } from '../operator/deliveries.js';
 import { feedRoutes } from '../operator/feed/routes.js';
 import { integrationRoutes } from '../operator/integrations.js';
 import { organizationRoutes } from '../operator/organizations.js';
+import { portalSessionRoutes } from '../operator/portal-sessions.js';
 import { systemRoutes } from '../operator/system.js';
 import { safeEqual } from '../security/secrets.js';
 import type { Deps } from './deps.js';
@@ -33,6 +34,7 @@ export async function buildOperatorApp(deps: Deps, token: string): Promise<App> 
       integrationRoutes(scoped, deps);
       feedRoutes(scoped, deps);
       deliveryRoutes(scoped, deps);
+      portalSessionRoutes(scoped, deps);
     },
     { prefix: OPERATOR_PREFIX },
   );
