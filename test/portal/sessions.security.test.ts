@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
+import { MAINTENANCE_TASKS } from '../../src/maintenance.js';
 import { assertError } from '../api/read-support.js';
 import { putBooking } from '../support/feed.js';
 import { issuePortal, openPortal, portalCall, portalCookie } from '../support/portal.js';
@@ -55,6 +56,20 @@ describe('the operator API issues portal sessions', () => {
     assert.equal((row.link_hash as Buffer).length, 32);
     assert.equal((row.cookie_hash as Buffer).length, 32);
   });
+});
+
+test('housekeeping deletes the sessions expired for a day', async () => {
+  const t = await webhookTenant(svc);
+  const issued = await issuePortal(svc, t.integration.id, { ttl_minutes: 1 });
+  const task = MAINTENANCE_TASKS.find((x) => x.name === 'portal-sessions');
+  assert.ok(task);
+  const count = async () =>
+    (await svc.db.query('SELECT id FROM portal_sessions WHERE id = $1', [issued.id])).length;
+  await task.run(svc.deps);
+  assert.equal(await count(), 1);
+  svc.clock.advance(25 * HOUR);
+  await task.run(svc.deps);
+  assert.equal(await count(), 0);
 });
 
 describe('opening a portal link', () => {
