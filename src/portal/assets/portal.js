@@ -92,7 +92,7 @@ function say(text, kind = 'error') {
 function show(...nodes) {
   clearTimeout(refreshTimer);
   notice.hidden = true;
-  main.replaceChildren(...nodes);
+  main.replaceChildren(...nodes.filter(Boolean));
 }
 
 /** A session that ended (expired, signed out, link used twice) ends the page too. */
