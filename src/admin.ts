@@ -14,6 +14,7 @@ const HELP = `Usage: svc admin <command> [options]      (SVC_OPERATOR_URL, SVC_O
   key list --integration ID
   key revoke ID
   cursor-keys rotate
+  portal open --integration ID [--minutes N]   a delivery portal link for the integration (one open, N <= 60)
   deliveries replay --webhook ID --since ISO [--until ISO] [--organization ID] [--status dead] [--limit N]
   request METHOD PATH [JSON]     any operator endpoint, e.g. request PUT /organizations/ID/drivers/ID '{...}'
 `;
@@ -33,6 +34,7 @@ const OPTIONS = {
   since: { type: 'string' },
   until: { type: 'string' },
   limit: { type: 'string' },
+  minutes: { type: 'string' },
   // Booleans are flags, each with its --no- form: `--webhooks`, `--no-webhooks`.
   webhooks: { type: 'boolean' },
   outbox: { type: 'boolean' },
@@ -110,6 +112,13 @@ function route(words: string[], v: Values): [string, string, unknown?] {
       return ['GET', `/integrations/${v.integration}/keys`];
     case 'key revoke':
       return ['POST', `/keys/${id}/revoke`];
+    case 'portal open':
+      if (!v.integration) throw new Error(`portal open needs --integration ID\n\n${HELP}`);
+      return [
+        'POST',
+        `/integrations/${v.integration}/portal-sessions`,
+        { ttl_minutes: v.minutes === undefined ? undefined : Number(v.minutes) },
+      ];
     case 'cursor-keys rotate':
       return ['POST', '/cursor-keys/rotate'];
     case 'deliveries replay':

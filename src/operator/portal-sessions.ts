@@ -35,9 +35,9 @@ export function portalSessionRoutes(app: App, deps: OperatorDeps): void {
   const now = deps.now ?? Date.now;
   app.post(
     '/integrations/:id/portal-sessions',
-    { schema: { params: IdParams, body: Type.Optional(CreateSession), response: { 201: PortalSession } } },
+    { schema: { params: IdParams, body: CreateSession, response: { 201: PortalSession } } },
     async (request, reply) => {
-      const minutes = request.body?.ttl_minutes ?? MAX_SESSION_MINUTES;
+      const minutes = request.body.ttl_minutes ?? MAX_SESSION_MINUTES;
       const session = await issueSession(deps.db, request.params.id, new Date(now() + minutes * 60_000));
       if (!session) throw notFound();
       return reply.code(201).send({
