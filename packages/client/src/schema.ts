@@ -633,7 +633,7 @@ export interface components {
                 /** Format: uuid */
                 id: string;
                 name: string;
-                /** @enum {unknown} */
+                /** @enum {string} */
                 kind: "erp" | "pms" | "crm" | "billing" | "fleet" | "bi" | "automation" | "custom";
             };
             organization: {
@@ -646,7 +646,7 @@ export interface components {
                 prefix: string;
                 name: string | null;
             };
-            /** @enum {unknown} */
+            /** @enum {string} */
             environment: "live" | "test";
             scopes: string[];
             rate_limits: {
@@ -751,9 +751,9 @@ export interface components {
             id: string;
             reference: string | null;
             external_id: string | null;
-            /** @enum {unknown} */
+            /** @enum {string} */
             status: "requested" | "unconfirmed" | "confirmed" | "en_route" | "in_progress" | "completed" | "cancelled" | "no_show" | "rejected";
-            /** @enum {unknown} */
+            /** @enum {string} */
             service_type: "transfer" | "hourly";
             hours: number | null;
             /** Format: date-time */
@@ -786,7 +786,7 @@ export interface components {
                 booster_seats: number;
                 wheelchair: boolean;
             };
-            /** @enum {unknown} */
+            /** @enum {string|null} */
             vehicle_category: "sedan" | "van" | "sedan_vip" | "van_vip" | null;
             customer: {
                 /** Format: uuid */
@@ -808,9 +808,9 @@ export interface components {
                     model: string | null;
                 } | null;
             };
-            /** @enum {unknown} */
+            /** @enum {string} */
             role: "originator" | "executor" | "originator_and_executor";
-            /** @enum {unknown} */
+            /** @enum {string|null} */
             channel: "customer_engine" | "public_engine" | "manual" | "bulk_upload" | "recurring" | "api" | null;
             /** @description Each member is absent while the platform holds none (a booking not yet confirmed); never null. */
             confirmation: {
@@ -1006,7 +1006,7 @@ export interface components {
             id: string;
             external_id: string | null;
             name: string | null;
-            /** @enum {unknown} */
+            /** @enum {string} */
             type: "account" | "public_engine";
             active: boolean;
             group: {
@@ -1116,7 +1116,7 @@ export interface components {
             plate: string | null;
             model: string | null;
             nickname: string | null;
-            /** @enum {unknown} */
+            /** @enum {string|null} */
             category: "sedan" | "van" | "sedan_vip" | "van_vip" | null;
             seats: number | null;
             luggage: number | null;
@@ -1188,7 +1188,7 @@ export interface components {
              *     - `booking.no_show`: a booking's status becomes `no_show`: the passenger did not show.
              *     - `booking.deleted`: a booking is deleted; `data` is the booking as it was just before, `changes` is empty.
              *     - `webhook.test`: sent only by POST /webhooks/{id}/test, to that webhook alone; never in GET /events. `resource.type` is `webhook`, `changes` empty, `data` null.
-             * @enum {unknown}
+             * @enum {string}
              */
             type: "booking.created" | "booking.updated" | "booking.assigned" | "booking.started" | "booking.completed" | "booking.cancelled" | "booking.no_show" | "booking.deleted";
             version: number;
@@ -1414,9 +1414,9 @@ export interface components {
             id: string;
             /** Format: uuid */
             event_id: string;
-            /** @enum {unknown} */
+            /** @enum {string} */
             event_type: "booking.created" | "booking.updated" | "booking.assigned" | "booking.started" | "booking.completed" | "booking.cancelled" | "booking.no_show" | "booking.deleted" | "webhook.test";
-            /** @enum {unknown} */
+            /** @enum {string} */
             status: "pending" | "delivering" | "succeeded" | "failed" | "dead";
             attempt: number;
             max_attempts: number;
@@ -1573,7 +1573,7 @@ export interface components {
              *     - `booking.no_show`: a booking's status becomes `no_show`: the passenger did not show.
              *     - `booking.deleted`: a booking is deleted; `data` is the booking as it was just before, `changes` is empty.
              *     - `webhook.test`: sent only by POST /webhooks/{id}/test, to that webhook alone; never in GET /events. `resource.type` is `webhook`, `changes` empty, `data` null.
-             * @enum {unknown}
+             * @enum {string}
              */
             type: "booking.created" | "booking.updated" | "booking.assigned" | "booking.started" | "booking.completed" | "booking.cancelled" | "booking.no_show" | "booking.deleted" | "webhook.test";
             /** @constant */
@@ -1585,7 +1585,7 @@ export interface components {
                 id: string;
             };
             resource: {
-                /** @enum {unknown} */
+                /** @enum {string} */
                 type: "booking" | "webhook";
                 /** Format: uuid */
                 id: string;
@@ -1624,7 +1624,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1649,7 +1649,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1672,7 +1672,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1697,7 +1697,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1722,7 +1722,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1747,7 +1747,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1772,7 +1772,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1797,7 +1797,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1822,7 +1822,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1847,7 +1847,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1871,7 +1871,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1896,7 +1896,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1921,7 +1921,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1946,7 +1946,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1971,7 +1971,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
