@@ -92,3 +92,13 @@ test('webhooks: the on-call reads, their filters as query parameters', () => {
   ]);
   assert.throws(() => adminRequest(words(`webhooks get ${hook} extra`)), /"extra"/);
 });
+
+test('portal open: a delivery portal session for the integration, for the minutes given', () => {
+  const id = '0b6c5e2e-4c1c-4a8e-9a51-7b7e8e0f9a10';
+  assert.deepEqual(adminRequest(words(`portal open --integration ${id} --minutes 15`)), [
+    'POST',
+    `/integrations/${id}/portal-sessions`,
+    { ttl_minutes: 15 },
+  ]);
+  assert.deepEqual(adminRequest(words(`portal open --integration ${id}`))?.[2], { ttl_minutes: undefined });
+});

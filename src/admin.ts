@@ -23,6 +23,7 @@ const HELP = `Usage: svc admin <command> [options]      (SVC_OPERATOR_URL, SVC_O
   webhooks get ID [--deliveries N]
                                  one webhook, its queue and its latest deliveries with their errors
   webhooks backlog [--org ID]    per organization: deliveries due and not leased, the oldest one's age
+  portal open --integration ID [--minutes N]   a delivery portal link for the integration (one open, N <= 60)
   deliveries replay --webhook ID --since ISO [--until ISO] [--organization ID] [--status dead] [--limit N]
   request METHOD PATH [JSON]     any operator endpoint, e.g. request PUT /organizations/ID/drivers/ID '{...}'
 `;
@@ -47,6 +48,7 @@ const OPTIONS = {
   'failures-above': { type: 'string' },
   inactive: { type: 'boolean' },
   failing: { type: 'boolean' },
+  minutes: { type: 'string' },
   // Booleans are flags, each with its --no- form: `--webhooks`, `--no-webhooks`.
   webhooks: { type: 'boolean' },
   outbox: { type: 'boolean' },
@@ -131,6 +133,13 @@ function route(words: string[], v: Values): [string, string, unknown?] {
       return ['GET', `/integrations/${v.integration}/keys`];
     case 'key revoke':
       return ['POST', `/keys/${id}/revoke`];
+    case 'portal open':
+      if (!v.integration) throw new Error(`portal open needs --integration ID\n\n${HELP}`);
+      return [
+        'POST',
+        `/integrations/${v.integration}/portal-sessions`,
+        { ttl_minutes: v.minutes === undefined ? undefined : Number(v.minutes) },
+      ];
     case 'cursor-keys rotate':
       return ['POST', '/cursor-keys/rotate'];
     case 'master-key status':

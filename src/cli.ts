@@ -17,6 +17,8 @@ import { type HealthListener, startHealthListener } from './health.js';
 import type { App } from './http/kit.js';
 import { httpStoppable, StartInterrupted, Startup, type Stoppable, shutdown } from './lifecycle.js';
 import { startMaintenance } from './maintenance.js';
+import { PORTAL_PATH } from './portal/routes.js';
+import { issueSession, MAX_SESSION_MINUTES } from './portal/sessions.js';
 import {
   createDeps,
   openDatabase,
@@ -174,8 +176,15 @@ async function serve(args: string[], startup: Startup, signals: StopSignals): Pr
     const address = api.server.address();
     const port = typeof address === 'object' && address ? address.port : cfg.port;
     const baseUrl = `http://localhost:${port}${PUBLIC_PREFIX}`;
+    // A first portal link, issued here as the operator API would (the demo may have no token yet).
+    const session = await issueSession(
+      db,
+      demo.integrationId,
+      new Date(Date.now() + MAX_SESSION_MINUTES * 60_000),
+    );
     printDemoBanner({
       baseUrl,
+      portalUrl: session ? `${new URL(baseUrl).origin}${PORTAL_PATH}#token=${session.token}` : null,
       host,
       operatorUrl: `http://${cfg.operatorHost}:${cfg.operatorPort}`,
       operatorToken: cfg.operatorToken ? null : operatorToken,

@@ -67,6 +67,7 @@ describe('configuration', () => {
       REDIS_URL: 'redis://cache:6379',
       SVC_HOST: '127.0.0.1',
       SVC_PORT: '9000',
+      SVC_PUBLIC_URL: 'https://api.example.com/',
       SVC_OPERATOR_HOST: '0.0.0.0',
       SVC_OPERATOR_PORT: '9001',
       SVC_OPERATOR_TOKEN: TOKEN,
@@ -120,6 +121,7 @@ describe('configuration', () => {
         redisUrl: 'redis://cache:6379',
         host: '127.0.0.1',
         port: 9000,
+        publicUrl: 'https://api.example.com',
         operatorHost: '0.0.0.0',
         operatorPort: 9001,
         operatorToken: TOKEN,
@@ -160,6 +162,13 @@ describe('configuration', () => {
         },
       },
     );
+  });
+
+  test('SVC_PUBLIC_URL: an http(s) origin; by default localhost on SVC_PORT', () => {
+    assert.equal(loadConfig({ SVC_PORT: '9000' }).publicUrl, 'http://localhost:9000');
+    for (const bad of ['api.example.com', 'ftp://api.example.com', 'https://api.example.com/?a=1']) {
+      assert.throws(() => loadConfig({ SVC_PUBLIC_URL: bad }), /SVC_PUBLIC_URL/);
+    }
   });
 
   test('webhook delivery defaults are the contract schedule, 10 s time-out and a 60 s lease', () => {

@@ -55,6 +55,8 @@ export interface Config {
   redisUrl: string | null;
   host: string;
   port: number;
+  /** Where integrators reach this service's public listener (scheme, host, port): portal links start with it. */
+  publicUrl: string;
   operatorHost: string;
   operatorPort: number;
   operatorToken: string | null;
@@ -271,6 +273,20 @@ export function parseMasterKey(raw: string, name = 'SVC_MASTER_KEY'): Buffer {
   return key;
 }
 
+/** An http(s) origin, without a trailing slash. */
+function origin(r: Reader, name: string, fallback: string): string {
+  const raw = r.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  let url: URL | null = null;
+  try {
+    url = new URL(raw);
+  } catch {}
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash) {
+    return r.refuse(name, 'must be an http:// or https:// address', fallback);
+  }
+  return url.href.replace(/\/+$/, '');
+}
+
 /** Comma-separated master keys, each as SVC_MASTER_KEY takes it; a key listed twice counts once. */
 function masterKeys(r: Reader, name: string): Buffer[] {
   const raw = r.env[name]?.trim();
@@ -345,6 +361,7 @@ function readConfig(r: Reader): Config {
     redisUrl: url(r, 'REDIS_URL', ['redis:', 'rediss:']),
     host: env.SVC_HOST || '0.0.0.0',
     port: int(r, 'SVC_PORT', 8080, 0, 65535),
+    publicUrl: origin(r, 'SVC_PUBLIC_URL', `http://localhost:${int(r, 'SVC_PORT', 8080, 0, 65535)}`),
     operatorHost: env.SVC_OPERATOR_HOST || '127.0.0.1',
     operatorPort,
     operatorToken,

@@ -5,6 +5,7 @@ import { pruneEvents } from './api/events/retention.js';
 import type { Config } from './config.js';
 import type { Queryable } from './db/db.js';
 import { pruneIdempotencyKeys } from './http/idempotency.js';
+import { pruneSessions } from './portal/sessions.js';
 
 export interface MaintenanceDeps {
   db: Queryable;
@@ -29,6 +30,7 @@ export const MAINTENANCE_TASKS: MaintenanceTask[] = [
     name: 'idempotency-keys',
     run: ({ db, config }) => pruneIdempotencyKeys(db, config.idempotencyRetentionHours),
   },
+  { name: 'portal-sessions', run: ({ db, now }) => pruneSessions(db, new Date(now())) },
 ];
 
 export async function runMaintenance(deps: MaintenanceDeps & { logger: FastifyBaseLogger }): Promise<void> {

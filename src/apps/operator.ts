@@ -6,6 +6,7 @@ import { feedRoutes } from '../operator/feed/routes.js';
 import { integrationRoutes } from '../operator/integrations.js';
 import { masterKeyRoutes } from '../operator/master-key.js';
 import { organizationRoutes } from '../operator/organizations.js';
+import { portalSessionRoutes } from '../operator/portal-sessions.js';
 import { systemRoutes } from '../operator/system.js';
 import { webhookReadRoutes } from '../operator/webhooks.js';
 import { safeEqual } from '../security/secrets.js';
@@ -37,6 +38,7 @@ export async function buildOperatorApp(deps: Deps, token: string): Promise<App> 
       deliveryRoutes(scoped, deps);
       masterKeyRoutes(scoped, deps);
       webhookReadRoutes(scoped, deps);
+      portalSessionRoutes(scoped, deps);
     },
     { prefix: OPERATOR_PREFIX },
   );

@@ -11,6 +11,7 @@ import { type App, createHttpApp } from '../http/kit.js';
 import { collectRoutes } from '../openapi/collect.js';
 import { referenceRoutes } from '../openapi/reference.js';
 import { openapiRoutes } from '../openapi/routes.js';
+import { portalAuthenticator, portalRoutes } from '../portal/routes.js';
 import { targetPolicy } from '../security/url-guard.js';
 import type { Deps } from './deps.js';
 
@@ -25,6 +26,7 @@ export function guardDeps(deps: Deps): GuardDeps {
     environment: deps.config.environment,
     now: deps.now,
     metrics: deps.metrics,
+    sessions: portalAuthenticator(deps.db, deps.config.environment),
   };
 }
 
@@ -44,26 +46,27 @@ export async function buildPublicApp(deps: Deps): Promise<App> {
     claimTimeoutMs: deps.config.idempotencyClaimTimeoutMs,
     retentionHours: deps.config.idempotencyRetentionHours,
   });
+  const webhookDeps = {
+    db: deps.db,
+    limiter: deps.limiter,
+    secrets: deps.secrets,
+    targets: { policy: targetPolicy(deps.config.webhooks), resolve: deps.resolve },
+  };
+  const eventDeps = { db: deps.db, cursors: deps.cursors };
   await app.register(
     async (api) => {
       integrationRoutes(api as App, deps.config.rateLimits);
       bookingRoutes(api as App, { db: deps.db, cursors: deps.cursors });
       catalogueRoutes(api as App, { db: deps.db, cursors: deps.cursors });
-      eventRoutes(api as App, { db: deps.db, cursors: deps.cursors });
+      eventRoutes(api as App, eventDeps);
       externalIdRoutes(api as App, deps);
-      webhookRoutes(api as App, {
-        db: deps.db,
-        limiter: deps.limiter,
-        secrets: deps.secrets,
-        targets: {
-          policy: targetPolicy(deps.config.webhooks),
-          resolve: deps.resolve,
-        },
-      });
+      webhookRoutes(api as App, webhookDeps);
       openapiRoutes(api as App, routes, PUBLIC_PREFIX);
     },
     { prefix: PUBLIC_PREFIX },
   );
   referenceRoutes(app, `${PUBLIC_PREFIX}/openapi.json`);
+  // The delivery portal: the same webhook and event routes, reached with a portal session.
+  await portalRoutes(app, { db: deps.db, now: deps.now, webhooks: webhookDeps, events: eventDeps });
   return app;
 }

@@ -21,6 +21,8 @@ const DEMO_KEY_NAME = 'demo';
 
 export interface DemoAccess {
   organizationId: string;
+  /** The demo integration, which the key and the delivery portal link are for. */
+  integrationId: string;
   key: string;
   /** The key of the previous start, still valid, rather than a new one. */
   keptKey: boolean;
@@ -84,7 +86,15 @@ export async function prepareDemo(deps: DemoDeps, previousKey: string | null = n
         demoIntegration.scopes,
       ],
     );
-    if (kept) return { organizationId, key: previousKey, keptKey: true, bookingReference };
+    if (kept) {
+      return {
+        organizationId,
+        integrationId: demoIntegration.id,
+        key: previousKey,
+        keptKey: true,
+        bookingReference,
+      };
+    }
   }
   await db.query(
     `UPDATE api_keys SET revoked_at = now() WHERE integration_id = $1 AND name = $2 AND revoked_at IS NULL`,
@@ -96,7 +106,13 @@ export async function prepareDemo(deps: DemoDeps, previousKey: string | null = n
     scopes: demoIntegration.scopes as never,
     environment: deps.config.environment,
   });
-  return { organizationId, key: issued.key, keptKey: false, bookingReference };
+  return {
+    organizationId,
+    integrationId: demoIntegration.id,
+    key: issued.key,
+    keptKey: false,
+    bookingReference,
+  };
 }
 
 export interface BannerInfo {
@@ -115,6 +131,9 @@ export interface BannerInfo {
   /** The receiver can be reached: the demo trusts examples/tls and allows loopback targets. */
   localWebhooks: boolean;
   simulation: { rate: number; seed: number } | null;
+  /** A delivery portal link for the demo integration (one open, for an hour). */
+  portalUrl: string | null;
+  integrationId: string;
 }
 
 /**
@@ -167,6 +186,10 @@ export function demoBanner(info: BannerInfo): string {
   if (info.bookingReference)
     lines.push(`    curl -s ${auth} ${info.baseUrl}/bookings/${info.bookingReference}`);
   lines.push('', `  API reference: ${origin}/docs`);
+  if (info.portalUrl) {
+    lines.push(`  Delivery portal (this link opens once, within an hour): ${info.portalUrl}`);
+    lines.push(`    another link: node bin/svc.js admin portal open --integration ${info.integrationId}`);
+  }
   lines.push(
     LOOPBACK.test(info.host)
       ? `  Listening on ${info.host}: this machine only (SVC_HOST or --host to change).`

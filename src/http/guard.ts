@@ -22,6 +22,8 @@ declare module 'fastify' {
     feature?: 'webhooks';
     /** Served to anyone, without a key: the published contract and its reference page. */
     public?: boolean;
+    /** Authenticated by a delivery portal session's cookie instead of an API key (src/portal/). */
+    session?: boolean;
   }
 }
 
@@ -33,7 +35,18 @@ export interface GuardDeps {
   now?: () => number;
   /** Counts refusals by authentication (and by the IP failure limit) by code. */
   metrics?: Pick<Metrics, 'authFailures'>;
+  /** Who holds a portal session: needed by the routes with `config.session`. */
+  sessions?: SessionAuthenticator;
 }
+
+/** How a route with `config.session` finds its caller: a cookie, looked up like a key. */
+export interface SessionAuthenticator {
+  cookie(request: FastifyRequest): string | null;
+  lookup(cookie: string): Promise<Identity | null>;
+}
+
+const SESSION_REFUSED = 'La sesión del portal no es válida; abra el portal con un enlace nuevo.';
+const SESSION_EXPIRED = 'La sesión del portal ha caducado; abra el portal con un enlace nuevo.';
 
 const BEARER = /^Bearer[ ]+(\S+)[ ]*$/i;
 
@@ -77,19 +90,39 @@ export function installGuard(app: App, deps: GuardDeps): void {
     return buckets;
   };
 
-  async function refuse(code: ErrorCode, ipBucket: Bucket[]): Promise<never> {
+  async function refuse(code: ErrorCode, ipBucket: Bucket[], message?: string): Promise<never> {
     deps.metrics?.authFailures.inc({ code });
     await limiter.hit(ipBucket, limits.windowMs, 'record');
-    throw new AppError(code);
+    throw new AppError(code, undefined, message);
   }
 
-  async function authenticate(request: FastifyRequest): Promise<Identity> {
-    const ipBucket = [{ key: `ip:${request.ip}`, limit: limits.authFailuresPerIp }];
+  const ipBucketOf = (request: FastifyRequest) => [
+    { key: `ip:${request.ip}`, limit: limits.authFailuresPerIp },
+  ];
+
+  async function ipAllowed(ipBucket: Bucket[]): Promise<void> {
     const ip = await limiter.hit(ipBucket, limits.windowMs, 'peek');
     if (!ip.allowed) {
       deps.metrics?.authFailures.inc({ code: 'rate_limited' });
       throw rateLimited(ip.retryAfterMs);
     }
+  }
+
+  /** A portal session counts its failures against the same IP limit as keys. */
+  async function authenticateSession(request: FastifyRequest): Promise<Identity> {
+    const ipBucket = ipBucketOf(request);
+    await ipAllowed(ipBucket);
+    const cookie = deps.sessions?.cookie(request) ?? null;
+    const identity = cookie === null ? null : await deps.sessions?.lookup(cookie);
+    if (!identity) return refuse('unauthorized', ipBucket, SESSION_REFUSED);
+    if (identity.key.expiresAt && identity.key.expiresAt.getTime() <= now())
+      return refuse('unauthorized', ipBucket, SESSION_EXPIRED);
+    return identity;
+  }
+
+  async function authenticate(request: FastifyRequest): Promise<Identity> {
+    const ipBucket = ipBucketOf(request);
+    await ipAllowed(ipBucket);
 
     const header = request.headers.authorization;
     const match = header ? BEARER.exec(header) : null;
@@ -138,7 +171,7 @@ export function installGuard(app: App, deps: GuardDeps): void {
       await admit(reply, await authenticate(request), 'unknown path');
       return;
     }
-    const identity = await authenticate(request);
+    const identity = route.config.session ? await authenticateSession(request) : await authenticate(request);
     const refused: ErrorCode | null =
       identity.integration.status !== 'active'
         ? 'integration_disabled'

@@ -17,10 +17,22 @@ export const DateTime = Type.Unsafe<Date | string>({ type: 'string', format: 'da
  */
 export function Nullable<T extends TSchema>(schema: T) {
   const json = { ...(schema as Record<string, unknown>) };
-  if (typeof json.type === 'string')
-    return Type.Unsafe<Static<T> | null>({ ...json, type: [json.type, 'null'] });
+  if (typeof json.type === 'string') {
+    const values = Array.isArray(json.enum) ? { enum: [...json.enum, null] } : {};
+    return Type.Unsafe<Static<T> | null>({ ...json, type: [json.type, 'null'], ...values });
+  }
   if (Array.isArray(json.enum)) return Type.Unsafe<Static<T> | null>({ ...json, enum: [...json.enum, null] });
   return Type.Unsafe<Static<T> | null>(Type.Union([schema, Type.Null()]));
+}
+/**
+ * One of these strings. `Type.Enum` alone writes only `enum`, which validates the same but leaves
+ * readers of the document (reference pages, generators) without a type: they show "any".
+ */
+export function StringEnum<const T extends readonly string[]>(
+  values: T,
+  options: { description?: string } = {},
+) {
+  return Type.Enum([...values] as T[number][], { type: 'string', ...options });
 }
 export const IdParams = Type.Object({ id: Uuid });
 /** A date-time received in a body or a query. */

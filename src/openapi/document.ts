@@ -29,6 +29,7 @@ import type { CollectedRoute } from './collect.js';
 import * as ex from './examples.js';
 import { OPERATIONS, TAGS } from './operations.js';
 import { ERROR_RESPONSES, errorResponse, HEADERS, header } from './responses.js';
+import { codeSamples } from './samples.js';
 import { EVENT_TYPES_DESCRIPTION, webhookSection } from './webhooks.js';
 
 type Json = Record<string, unknown>;
@@ -294,8 +295,10 @@ function operation(route: CollectedRoute, key: string, toRef: ReturnType<typeof 
   };
   const params = parameters(route);
   if (params.length) op.parameters = params;
+  let bodyExample: unknown;
   if (route.schema.body !== undefined) {
     const name = componentName.get(canonicalJson(plain(route.schema.body)));
+    bodyExample = name ? exampleOf.get(name) : undefined;
     op.requestBody = {
       required: true,
       content: { 'application/json': { schema: name ? ref(name) : toRef(route.schema.body) } },
@@ -305,6 +308,13 @@ function operation(route: CollectedRoute, key: string, toRef: ReturnType<typeof 
   op.security = route.config.public ? [] : [{ bearerAuth: scopes }];
   if (!route.config.public) op['x-required-scopes'] = scopes;
   if (route.config.feature) op['x-feature'] = route.config.feature;
+  op['x-codeSamples'] = codeSamples({
+    method: route.method,
+    path: key.slice(key.indexOf(' ') + 1),
+    operationId: text.operationId,
+    body: bodyExample,
+    public: route.config.public === true,
+  });
   return op;
 }
 
@@ -387,12 +397,6 @@ export function openapiDocument(
           bearerFormat: 'svc_live_ or svc_test_ + 40 alphanumerics',
           description:
             'An API key issued by the operator to an integration. The scopes listed in each security requirement are all required.',
-        },
-        webhookSignature: {
-          type: 'apiKey',
-          in: 'header',
-          name: 'X-SVC-Signature',
-          description: 'Deliveries are signed with the webhook secret; see the X-SVC-Signature header.',
         },
       },
       headers: HEADERS,

@@ -158,7 +158,7 @@ export function errorResponse({ status, codes, description }: ErrorResponse): Js
     headers,
     content: {
       'application/json': {
-        schema: errorEnvelope({ $ref: '#/components/schemas/ErrorCode', enum: codes }),
+        schema: errorEnvelope({ $ref: '#/components/schemas/ErrorCode', type: 'string', enum: codes }),
         examples: Object.fromEntries(codes.map((c) => [c, { value: ex.errorExample(c) }])),
       },
     },

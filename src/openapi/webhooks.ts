@@ -101,7 +101,8 @@ export function webhookSection(): Json {
               'A permanent 4xx (any but 408, 409, 425 and 429) caps the delivery at 3 attempts; any other answer, a redirect, a time-out or a network error is retried.',
           },
         },
-        security: [{ webhookSignature: [] }],
+        // Not an API key: the receiver checks X-SVC-Signature, a header of the delivery (above).
+        security: [],
       },
     };
   }

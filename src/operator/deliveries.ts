@@ -5,7 +5,7 @@ import { Type } from 'typebox';
 import { replayDeadDeliveries } from '../delivery/replay.js';
 import { AppError, notFound } from '../http/errors.js';
 import type { App } from '../http/kit.js';
-import { DateTimeInput, IdParams, Uuid } from '../http/schemas.js';
+import { DateTimeInput, IdParams, StringEnum, Uuid } from '../http/schemas.js';
 import type { OperatorDeps } from './deps.js';
 
 export const REPLAY_LIMIT = 10_000;
@@ -15,7 +15,7 @@ const ReplayBody = Type.Object(
     since: DateTimeInput,
     until: Type.Optional(DateTimeInput),
     /** Only dead deliveries are replayed; the field says so explicitly. */
-    status: Type.Optional(Type.Enum(['dead'])),
+    status: Type.Optional(StringEnum(['dead'])),
     /** When given, the webhook must belong to it: a guard against a mistyped webhook id. */
     organization_id: Type.Optional(Uuid),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: REPLAY_LIMIT })),

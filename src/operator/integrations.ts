@@ -3,13 +3,13 @@ import { type Static, Type } from 'typebox';
 import type { Queryable } from '../db/db.js';
 import { AppError, notFound } from '../http/errors.js';
 import type { App } from '../http/kit.js';
-import { DateTime, DateTimeInput, IdParams, Nullable, Uuid } from '../http/schemas.js';
+import { DateTime, DateTimeInput, IdParams, Nullable, StringEnum, Uuid } from '../http/schemas.js';
 import { ALL_SCOPES, INTEGRATION_KINDS } from '../http/scopes.js';
 import { generateApiKey } from '../security/secrets.js';
 import type { OperatorDeps } from './deps.js';
 import { findOrganization } from './organizations.js';
 
-const Scopes = Type.Array(Type.Enum([...ALL_SCOPES]), { uniqueItems: true, maxItems: ALL_SCOPES.length });
+const Scopes = Type.Array(StringEnum([...ALL_SCOPES]), { uniqueItems: true, maxItems: ALL_SCOPES.length });
 
 const Integration = Type.Object({
   id: Uuid,
@@ -39,7 +39,7 @@ const NewApiKey = Type.Object({ ...ApiKey.properties, key: Type.String() });
 const CreateIntegration = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 200 }),
-    kind: Type.Enum([...INTEGRATION_KINDS]),
+    kind: StringEnum([...INTEGRATION_KINDS]),
     scopes: Scopes,
   },
   { additionalProperties: false },
@@ -47,7 +47,7 @@ const CreateIntegration = Type.Object(
 
 const UpdateIntegration = Type.Object(
   {
-    status: Type.Optional(Type.Enum(['active', 'disabled', 'revoked'])),
+    status: Type.Optional(StringEnum(['active', 'disabled', 'revoked'])),
     scopes: Type.Optional(Scopes),
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   },
@@ -58,7 +58,7 @@ const CreateKey = Type.Object(
   {
     name: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
     scopes: Scopes,
-    environment: Type.Enum(['live', 'test']),
+    environment: StringEnum(['live', 'test']),
     expires_at: Type.Optional(Nullable(DateTimeInput)),
   },
   { additionalProperties: false },

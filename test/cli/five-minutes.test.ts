@@ -72,6 +72,7 @@ test('the README section runs as written and a verified webhook arrives', async 
   const banner = await server.waitFor(/Operator API: .*\n/, 240_000);
   assert.match(banner, /API key \(live, every scope/);
   assert.match(banner, new RegExp(`API reference: http://localhost:${port}/docs`));
+  assert.match(banner, /another link: node bin\/svc\.js admin portal open --integration [0-9a-f-]{36}\n/);
   assert.ok(banner.includes(receive), `the banner tells how to start the receiver: ${receive}`);
   assert.match(banner, /Simulated traffic: 1 booking change\(s\) per second/);
 
@@ -113,6 +114,23 @@ test('the README section runs as written and a verified webhook arrives', async 
   const listenCode = await listen.stop('SIGINT');
   assert.ok(listenCode === 0 || listen.child.signalCode === 'SIGINT', `listen ended with ${listenCode}`);
   assert.match(listen.output(), /stopped: [1-9]\d* forwarded/);
+  // 5. The delivery portal, from the link in the banner: opened once, it lists the receiver's webhook.
+  const link = new RegExp(
+    `Delivery portal .*: (http://localhost:${port}/portal#token=[A-Za-z0-9_-]{43})\n`,
+  ).exec(banner)?.[1];
+  assert.ok(link, banner);
+  const opened = await fetch(new URL('/portal/api/session', link), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ token: new URL(link).hash.slice('#token='.length) }),
+  });
+  assert.equal(opened.status, 204, await opened.text());
+  const cookie = (opened.headers.get('set-cookie') ?? '').split(';')[0] as string;
+  const hooks = await (await fetch(new URL('/portal/api/webhooks', link), { headers: { cookie } })).json();
+  assert.ok(
+    hooks.data.some((h: { url: string }) => /^https:\/\/localhost:\d+\/webhooks$/.test(h.url)),
+    JSON.stringify(hooks),
+  );
 
   // npm itself may end by the signal, as it does at a terminal; the service must have stopped cleanly.
   const code = await server.stop('SIGINT');

@@ -45,7 +45,10 @@ describe('the document says what the contract says', () => {
   });
 
   test('WebhookDelivery.event_type is the event type enum', () => {
-    assert.deepEqual(schemas.WebhookDelivery.properties.event_type, { enum: [...EVENT_TYPES] });
+    assert.deepEqual(schemas.WebhookDelivery.properties.event_type, {
+      type: 'string',
+      enum: [...EVENT_TYPES],
+    });
   });
 
   test('WebhookEvent.version is the integer 1', () => {

@@ -633,7 +633,7 @@ export interface components {
                 /** Format: uuid */
                 id: string;
                 name: string;
-                /** @enum {unknown} */
+                /** @enum {string} */
                 kind: "erp" | "pms" | "crm" | "billing" | "fleet" | "bi" | "automation" | "custom";
             };
             organization: {
@@ -646,7 +646,7 @@ export interface components {
                 prefix: string;
                 name: string | null;
             };
-            /** @enum {unknown} */
+            /** @enum {string} */
             environment: "live" | "test";
             scopes: string[];
             rate_limits: {
@@ -751,9 +751,9 @@ export interface components {
             id: string;
             reference: string | null;
             external_id: string | null;
-            /** @enum {unknown} */
+            /** @enum {string} */
             status: "requested" | "unconfirmed" | "confirmed" | "en_route" | "in_progress" | "completed" | "cancelled" | "no_show" | "rejected";
-            /** @enum {unknown} */
+            /** @enum {string} */
             service_type: "transfer" | "hourly";
             hours: number | null;
             /** Format: date-time */
@@ -786,7 +786,7 @@ export interface components {
                 booster_seats: number;
                 wheelchair: boolean;
             };
-            /** @enum {unknown} */
+            /** @enum {string|null} */
             vehicle_category: "sedan" | "van" | "sedan_vip" | "van_vip" | null;
             customer: {
                 /** Format: uuid */
@@ -808,9 +808,9 @@ export interface components {
                     model: string | null;
                 } | null;
             };
-            /** @enum {unknown} */
+            /** @enum {string} */
             role: "originator" | "executor" | "originator_and_executor";
-            /** @enum {unknown} */
+            /** @enum {string|null} */
             channel: "customer_engine" | "public_engine" | "manual" | "bulk_upload" | "recurring" | "api" | null;
             /** @description Each member is absent while the platform holds none (a booking not yet confirmed); never null. */
             confirmation: {
@@ -1014,7 +1014,7 @@ export interface components {
             id: string;
             external_id: string | null;
             name: string | null;
-            /** @enum {unknown} */
+            /** @enum {string} */
             type: "account" | "public_engine";
             active: boolean;
             group: {
@@ -1124,7 +1124,7 @@ export interface components {
             plate: string | null;
             model: string | null;
             nickname: string | null;
-            /** @enum {unknown} */
+            /** @enum {string|null} */
             category: "sedan" | "van" | "sedan_vip" | "van_vip" | null;
             seats: number | null;
             luggage: number | null;
@@ -1196,7 +1196,7 @@ export interface components {
              *     - `booking.no_show`: a booking's status becomes `no_show`: the passenger did not show.
              *     - `booking.deleted`: a booking is deleted; `data` is the booking as it was just before, `changes` is empty.
              *     - `webhook.test`: sent only by POST /webhooks/{id}/test, to that webhook alone; never in GET /events. `resource.type` is `webhook`, `changes` empty, `data` null.
-             * @enum {unknown}
+             * @enum {string}
              */
             type: "booking.created" | "booking.updated" | "booking.assigned" | "booking.started" | "booking.completed" | "booking.cancelled" | "booking.no_show" | "booking.deleted";
             version: number;
@@ -1422,9 +1422,9 @@ export interface components {
             id: string;
             /** Format: uuid */
             event_id: string;
-            /** @enum {unknown} */
+            /** @enum {string} */
             event_type: "booking.created" | "booking.updated" | "booking.assigned" | "booking.started" | "booking.completed" | "booking.cancelled" | "booking.no_show" | "booking.deleted" | "webhook.test";
-            /** @enum {unknown} */
+            /** @enum {string} */
             status: "pending" | "delivering" | "succeeded" | "failed" | "dead";
             attempt: number;
             max_attempts: number;
@@ -1581,7 +1581,7 @@ export interface components {
              *     - `booking.no_show`: a booking's status becomes `no_show`: the passenger did not show.
              *     - `booking.deleted`: a booking is deleted; `data` is the booking as it was just before, `changes` is empty.
              *     - `webhook.test`: sent only by POST /webhooks/{id}/test, to that webhook alone; never in GET /events. `resource.type` is `webhook`, `changes` empty, `data` null.
-             * @enum {unknown}
+             * @enum {string}
              */
             type: "booking.created" | "booking.updated" | "booking.assigned" | "booking.started" | "booking.completed" | "booking.cancelled" | "booking.no_show" | "booking.deleted" | "webhook.test";
             /** @constant */
@@ -1593,7 +1593,7 @@ export interface components {
                 id: string;
             };
             resource: {
-                /** @enum {unknown} */
+                /** @enum {string} */
                 type: "booking" | "webhook";
                 /** Format: uuid */
                 id: string;
@@ -1632,7 +1632,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1657,7 +1657,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1680,7 +1680,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1705,7 +1705,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1730,7 +1730,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1755,7 +1755,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1780,7 +1780,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1805,7 +1805,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1830,7 +1830,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1855,7 +1855,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1879,7 +1879,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1904,7 +1904,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1929,7 +1929,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1954,7 +1954,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */
@@ -1979,7 +1979,7 @@ export interface components {
                     error: {
                         /**
                          * @description Stable: decide by it.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         code: components["schemas"]["ErrorCode"];
                         /** @description For people (Spanish); may change. */

@@ -7,14 +7,14 @@ import {
   SERVICE_TYPES,
   VEHICLE_CATEGORIES,
 } from '../../domain/bookings.js';
-import { DateTime, DateTimeInput, Nullable, Uuid } from '../../http/schemas.js';
+import { DateTime, DateTimeInput, Nullable, StringEnum, Uuid } from '../../http/schemas.js';
 import { PageQuery } from '../pagination.js';
 
 export const BOOKING_ROLES = ['originator', 'executor', 'originator_and_executor'] as const;
 
 export const BookingListQuery = Type.Object(
   {
-    status: Type.Optional(Type.Enum([...BOOKING_STATUSES])),
+    status: Type.Optional(StringEnum([...BOOKING_STATUSES])),
     customer_id: Type.Optional(Uuid),
     pickup_from: Type.Optional(DateTimeInput),
     pickup_to: Type.Optional(DateTimeInput),
@@ -93,8 +93,8 @@ export const Booking = Type.Object({
   id: Uuid,
   reference: Nullable(Type.String()),
   external_id: Nullable(Type.String()),
-  status: Type.Enum([...BOOKING_STATUSES]),
-  service_type: Type.Enum([...SERVICE_TYPES]),
+  status: StringEnum([...BOOKING_STATUSES]),
+  service_type: StringEnum([...SERVICE_TYPES]),
   hours: Nullable(Type.Number()),
   pickup_at: DateTime,
   end_at: Nullable(DateTime),
@@ -113,7 +113,7 @@ export const Booking = Type.Object({
     booster_seats: Type.Integer(),
     wheelchair: Type.Boolean(),
   }),
-  vehicle_category: Nullable(Type.Enum([...VEHICLE_CATEGORIES])),
+  vehicle_category: Nullable(StringEnum([...VEHICLE_CATEGORIES])),
   customer: Nullable(Type.Object({ id: Uuid, name: Nullable(Type.String()) })),
   assignment: Type.Object({
     external: Type.Boolean(),
@@ -124,8 +124,8 @@ export const Booking = Type.Object({
       Type.Object({ id: Uuid, plate: Nullable(Type.String()), model: Nullable(Type.String()) }),
     ),
   }),
-  role: Type.Enum([...BOOKING_ROLES]),
-  channel: Nullable(Type.Enum([...BOOKING_CHANNELS])),
+  role: StringEnum([...BOOKING_ROLES]),
+  channel: Nullable(StringEnum([...BOOKING_CHANNELS])),
   // A string and a date-time, as the contract says: each absent while the platform holds none
   // (a booking not yet confirmed), never null.
   confirmation: Type.Object({ mode: Type.Optional(Type.String()), confirmed_at: Type.Optional(DateTime) }),

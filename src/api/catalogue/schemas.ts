@@ -1,13 +1,13 @@
 // Schemas of the catalogue read API: customers, drivers and vehicles of the caller's organization.
 import { Type } from 'typebox';
 import { VEHICLE_CATEGORIES } from '../../domain/bookings.js';
-import { DateTime, Nullable, Uuid } from '../../http/schemas.js';
+import { DateTime, Nullable, StringEnum, Uuid } from '../../http/schemas.js';
 import { PageQuery } from '../pagination.js';
 
 export const CatalogueListQuery = Type.Object(
   {
     // Strictly the two words: `1`, `yes` or `TRUE` are refused, not read as a boolean.
-    active: Type.Optional(Type.Enum(['true', 'false'], { description: 'Absent means all.' })),
+    active: Type.Optional(StringEnum(['true', 'false'], { description: 'Absent means all.' })),
     ...PageQuery,
   },
   { additionalProperties: false },
@@ -22,7 +22,7 @@ export const Customer = Type.Object({
   id: Uuid,
   external_id: Nullable(Type.String()),
   name: Nullable(Type.String()),
-  type: Type.Enum(['account', 'public_engine']),
+  type: StringEnum(['account', 'public_engine']),
   active: Type.Boolean(),
   group: Nullable(Type.Object({ id: Uuid, name: Type.String() })),
   created_at: DateTime,
@@ -46,7 +46,7 @@ export const Vehicle = Type.Object({
   plate: Nullable(Type.String()),
   model: Nullable(Type.String()),
   nickname: Nullable(Type.String()),
-  category: Nullable(Type.Enum([...VEHICLE_CATEGORIES])),
+  category: Nullable(StringEnum([...VEHICLE_CATEGORIES])),
   seats: Nullable(Type.Integer()),
   luggage: Nullable(Type.Integer()),
   wheelchair_adapted: Type.Boolean(),

@@ -1,6 +1,6 @@
 // Schemas of the event log read API.
 import { type Static, Type } from 'typebox';
-import { DateTime, Nullable, Uuid } from '../../http/schemas.js';
+import { DateTime, Nullable, StringEnum, Uuid } from '../../http/schemas.js';
 import { PageQuery } from '../pagination.js';
 
 export const BOOKING_EVENT_TYPES = [
@@ -20,7 +20,7 @@ export type EventType = (typeof EVENT_TYPES)[number];
 
 export const EventListQuery = Type.Object(
   {
-    type: Type.Optional(Type.Enum([...EVENT_TYPES])),
+    type: Type.Optional(StringEnum([...EVENT_TYPES])),
     resource_id: Type.Optional(Uuid),
     ...PageQuery,
   },
@@ -31,7 +31,7 @@ export type EventListQuery = Static<typeof EventListQuery>;
 // `webhook.test` is never in the log, so an event's type is one of the booking events.
 export const Event = Type.Object({
   id: Uuid,
-  type: Type.Enum([...BOOKING_EVENT_TYPES]),
+  type: StringEnum([...BOOKING_EVENT_TYPES]),
   version: Type.Integer(),
   created_at: DateTime,
   resource: Type.Object({ type: Type.Literal('booking'), id: Uuid }),

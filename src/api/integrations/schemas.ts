@@ -1,12 +1,12 @@
 import { Type } from 'typebox';
-import { Nullable } from '../../http/schemas.js';
+import { Nullable, StringEnum } from '../../http/schemas.js';
 import { INTEGRATION_KINDS } from '../../http/scopes.js';
 
 export const IntegrationIdentity = Type.Object({
   integration: Type.Object({
     id: Type.String({ format: 'uuid' }),
     name: Type.String(),
-    kind: Type.Enum([...INTEGRATION_KINDS]),
+    kind: StringEnum([...INTEGRATION_KINDS]),
   }),
   organization: Type.Object({
     id: Type.String({ format: 'uuid' }),
@@ -14,7 +14,7 @@ export const IntegrationIdentity = Type.Object({
     name: Type.String(),
   }),
   key: Type.Object({ prefix: Type.String(), name: Nullable(Type.String()) }),
-  environment: Type.Enum(['live', 'test']),
+  environment: StringEnum(['live', 'test']),
   scopes: Type.Array(Type.String()),
   rate_limits: Type.Object({
     per_minute: Type.Object({ key: Type.Integer(), organization: Type.Integer(), endpoint: Type.Integer() }),

@@ -1,7 +1,7 @@
 // Schemas of the webhook management API. The url and the event list are checked beyond their
 // shape in routes.ts (resolution, known types), so those answers name the field the same way.
 import { type Static, Type } from 'typebox';
-import { DateTime, Nullable, Uuid } from '../../http/schemas.js';
+import { DateTime, Nullable, StringEnum, Uuid } from '../../http/schemas.js';
 import { Booking } from '../bookings/schemas.js';
 import { BOOKING_EVENT_TYPES, EVENT_TYPES } from '../events/schemas.js';
 import { MAX_LIMIT } from '../pagination.js';
@@ -101,8 +101,8 @@ export const DELIVERY_STATUSES = ['pending', 'delivering', 'succeeded', 'failed'
 export const WebhookDelivery = Type.Object({
   id: Uuid,
   event_id: Uuid,
-  event_type: Type.Enum([...EVENT_TYPES]),
-  status: Type.Enum([...DELIVERY_STATUSES]),
+  event_type: StringEnum([...EVENT_TYPES]),
+  status: StringEnum([...DELIVERY_STATUSES]),
   attempt: Type.Integer(),
   max_attempts: Type.Integer(),
   next_retry_at: Nullable(DateTime),
@@ -122,11 +122,11 @@ export const DeliveryList = Type.Object({ data: Type.Array(WebhookDelivery) });
  */
 export const DeliveryBody = Type.Object({
   id: Uuid,
-  type: Type.Enum([...EVENT_TYPES]),
+  type: StringEnum([...EVENT_TYPES]),
   version: Type.Integer({ const: 1 }),
   created_at: DateTime,
   organization: Type.Object({ id: Uuid }),
-  resource: Type.Object({ type: Type.Enum(['booking', 'webhook']), id: Uuid }),
+  resource: Type.Object({ type: StringEnum(['booking', 'webhook']), id: Uuid }),
   changes: Type.Array(Type.String()),
   previous_status: Nullable(Type.String()),
   data: Type.Union([Booking, Type.Null()]),

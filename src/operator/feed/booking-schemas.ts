@@ -8,7 +8,7 @@ import {
   SERVICE_TYPES,
   VEHICLE_CATEGORIES,
 } from '../../domain/bookings.js';
-import { DateTime, DateTimeInput, Nullable, Uuid } from '../../http/schemas.js';
+import { DateTime, DateTimeInput, Nullable, StringEnum, Uuid } from '../../http/schemas.js';
 import { OptionalText, Text } from './schemas.js';
 
 const strict = { additionalProperties: false } as const;
@@ -93,8 +93,8 @@ const OptionalUuid = Type.Optional(Nullable(Uuid));
 
 export const BookingBody = Type.Object(
   {
-    status: Type.Enum([...INTERNAL_STATUSES]),
-    service_type: Type.Enum([...SERVICE_TYPES]),
+    status: StringEnum([...INTERNAL_STATUSES]),
+    service_type: StringEnum([...SERVICE_TYPES]),
     hours: Type.Optional(Nullable(Type.Number({ exclusiveMinimum: 0, maximum: 9999 }))),
     pickup_at: DateTimeInput,
     end_at: Type.Optional(Nullable(DateTimeInput)),
@@ -103,12 +103,12 @@ export const BookingBody = Type.Object(
     distance_km: Type.Optional(Nullable(Type.Number({ minimum: 0, maximum: 99_999_999 }))),
     flight: Type.Optional(Nullable(Flight)),
     passengers: Passengers,
-    vehicle_category: Type.Optional(Nullable(Type.Enum([...VEHICLE_CATEGORIES]))),
+    vehicle_category: Type.Optional(Nullable(StringEnum([...VEHICLE_CATEGORIES]))),
     customer_id: OptionalUuid,
     executor_organization_id: OptionalUuid,
     driver_id: OptionalUuid,
     vehicle_id: OptionalUuid,
-    channel: Type.Optional(Nullable(Type.Enum([...BOOKING_CHANNELS]))),
+    channel: Type.Optional(Nullable(StringEnum([...BOOKING_CHANNELS]))),
     confirmation: Type.Optional(Nullable(Confirmation)),
     event_reference: OptionalText(100),
     passenger: Type.Optional(Nullable(Passenger)),

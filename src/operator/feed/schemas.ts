@@ -3,7 +3,7 @@
 // is a 400 naming it, so a typo never silently drops data.
 import { type Static, Type } from 'typebox';
 import { VEHICLE_CATEGORIES } from '../../domain/bookings.js';
-import { DateTime, DateTimeInput, Nullable, Uuid } from '../../http/schemas.js';
+import { DateTime, DateTimeInput, Nullable, StringEnum, Uuid } from '../../http/schemas.js';
 
 export const CUSTOMER_TYPES = ['account', 'public_engine'] as const;
 
@@ -21,7 +21,7 @@ export const CustomerGroup = Type.Object({ id: Uuid, name: Text(200) }, strict);
 
 export const CustomerBody = Type.Object(
   {
-    type: Type.Enum([...CUSTOMER_TYPES]),
+    type: StringEnum([...CUSTOMER_TYPES]),
     name: OptionalText(200),
     active: Type.Optional(Type.Boolean()),
     external_id: ExternalId,
@@ -50,7 +50,7 @@ export const VehicleBody = Type.Object(
     plate: OptionalText(20),
     model: OptionalText(200),
     nickname: OptionalText(100),
-    category: Type.Optional(Nullable(Type.Enum([...VEHICLE_CATEGORIES]))),
+    category: Type.Optional(Nullable(StringEnum([...VEHICLE_CATEGORIES]))),
     seats: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 100 }))),
     luggage: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 100 }))),
     wheelchair_adapted: Type.Optional(Type.Boolean()),
