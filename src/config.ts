@@ -354,14 +354,14 @@ function readConfig(r: Reader): Config {
   }
   const eventRetentionDays = int(r, 'SVC_EVENT_RETENTION_DAYS', 30, 30, 3650);
   const operatorPort = int(r, 'SVC_OPERATOR_PORT', 8081, 0, 65535);
-  return {
+  const config: Config = {
     environment: oneOf(r, 'SVC_ENVIRONMENT', ['live', 'test'], 'live'),
     databaseUrl: url(r, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     dataDir: env.SVC_DATA_DIR || './data',
     redisUrl: url(r, 'REDIS_URL', ['redis:', 'rediss:']),
     host: env.SVC_HOST || '0.0.0.0',
     port: int(r, 'SVC_PORT', 8080, 0, 65535),
-    publicUrl: origin(r, 'SVC_PUBLIC_URL', `http://localhost:${int(r, 'SVC_PORT', 8080, 0, 65535)}`),
+    publicUrl: '',
     operatorHost: env.SVC_OPERATOR_HOST || '127.0.0.1',
     operatorPort,
     operatorToken,
@@ -403,4 +403,7 @@ function readConfig(r: Reader): Config {
     idempotencyClaimTimeoutMs: int(r, 'SVC_IDEMPOTENCY_CLAIM_TIMEOUT_MS', 5 * 60_000, 1000),
     webhooks: webhookConfig(r),
   };
+  // Read after the rest, so problems are told in the order of the variables above.
+  config.publicUrl = origin(r, 'SVC_PUBLIC_URL', `http://localhost:${config.port}`);
+  return config;
 }

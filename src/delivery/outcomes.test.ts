@@ -71,13 +71,3 @@ test('an outcome whose lease ends within the margin is let go: the lease decides
   );
   assert.equal(batch.count, 0, 'unwritten() hands them over');
 });
-
-test('the earliest retry written is told once', () => {
-  const batch = outcomeBatch();
-  assert.equal(batch.takeRetryDue(), Number.POSITIVE_INFINITY);
-  batch.retryDueAt(900);
-  batch.retryDueAt(700);
-  batch.retryDueAt(800);
-  assert.equal(batch.takeRetryDue(), 700);
-  assert.equal(batch.takeRetryDue(), Number.POSITIVE_INFINITY);
-});

@@ -27,17 +27,12 @@ export interface OutcomeBatch {
   failed(batch: Ended[], now: number): number;
   /** What was never written (a worker stopping gives those leases back). */
   unwritten(): Ended[];
-  /** When the earliest retry written since the last call falls due, or Infinity. */
-  takeRetryDue(): number;
-  /** A written outcome's retry falls due at `at`. */
-  retryDueAt(at: number): void;
 }
 
 export function outcomeBatch(): OutcomeBatch {
   let ended: Ended[] = [];
   let backoffMs = WRITE_RETRY_MS;
   let retryWriteAt = 0;
-  let retryDue = Number.POSITIVE_INFINITY;
   return {
     add: (e) => ended.push(e),
     get count() {
@@ -56,13 +51,5 @@ export function outcomeBatch(): OutcomeBatch {
       return batch.length - kept.length;
     },
     unwritten: () => ended.splice(0),
-    takeRetryDue() {
-      const at = retryDue;
-      retryDue = Number.POSITIVE_INFINITY;
-      return at;
-    },
-    retryDueAt(at) {
-      retryDue = Math.min(retryDue, at);
-    },
   };
 }

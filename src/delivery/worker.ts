@@ -21,6 +21,7 @@ import type { Db, Queryable } from '../db/db.js';
 import type { SecretBox } from '../security/secrets.js';
 import { assignment } from './assignment.js';
 import { attempter } from './attempt.js';
+import { claimTiming } from './claim-timing.js';
 import { type Claimed, type Exchanged, exchange, giveBack } from './engine.js';
 import { inFlight } from './in-flight.js';
 import type { DeliveryMetrics } from './metrics.js';
@@ -79,25 +80,13 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   let stopping = false;
   let publishAt = 0;
   let gathering: NodeJS.Timeout | null = null;
-  /**
-   * After a claim that took nothing while deliveries were due (they wait for room that only an
-   * attempt ending frees), notifications do not start another claim before this: a webhook at its
-   * bound with events streaming in would otherwise cost a claim per event.
-   */
-  let blockedUntil = 0;
-  /** Deliveries were queued in this worker's partitions since its last claim (a notification). */
-  let work = false;
-  /** A claim is called for regardless of the gap: a slot freed, its partitions changed, the first round. */
-  let claimWanted = true;
-  let lastClaimAt = 0;
-  /** When the earliest retry this worker wrote falls due. */
-  let retryAt = Number.POSITIVE_INFINITY;
+  const claims = claimTiming(config);
 
   const unlisten = await Promise.all([
     // Deliveries queued: the notification names their partitions (none: look anyway).
     db.listen('svc_deliveries', (partitions) => {
       if (partitions === undefined || partitions.split(',').some((p) => assigned.owns(Number(p)))) {
-        work = true;
+        claims.announced();
         wakeup.ring();
       }
     }),
@@ -117,8 +106,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   function ended(claimed: Claimed, outcome: Ended) {
     batch.add(outcome);
     running.end(claimed);
-    blockedUntil = 0;
-    claimWanted = true;
+    claims.roomFreed();
     if (config.batchMs === 0) return wakeup.ring();
     gathering ??= setTimeout(() => {
       gathering = null;
@@ -146,7 +134,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     if (assigned.beatInMs(now()) === 0) {
       const had = assigned.partitions.join();
       await assigned.beat(now());
-      if (assigned.partitions.join() !== had) claimWanted = true;
+      if (assigned.partitions.join() !== had) claims.roomFreed();
       metrics?.partitions.set(assigned.partitions.length);
     }
     if (now() >= publishAt) {
@@ -155,35 +143,15 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       if (published.busy) publishAt = now() + LEFT_BEHIND_MS;
     }
     const outcomes = batch.take(now());
-    retryAt = Math.min(retryAt, batch.takeRetryDue());
-    const wanted =
-      claimWanted ||
-      (work && now() >= blockedUntil) ||
-      now() >= retryAt ||
-      now() >= lastClaimAt + config.pollMs;
-    const take = stopping || !wanted ? 0 : Math.max(0, running.free());
     // With its budget full it claims nothing now: an attempt that ends calls for the next claim.
-    if (wanted && !stopping) {
-      claimWanted = false;
-      work = false;
-      lastClaimAt = now();
-      if (now() >= retryAt) retryAt = Number.POSITIVE_INFINITY;
-    }
+    const wanted = !stopping && claims.due(now());
+    const take = wanted ? running.free() : 0;
     if (outcomes.length > 0 || take > 0) await exchangeNow(outcomes, take);
+    else if (wanted) claims.claimed(now(), false);
     metrics?.inFlight.set(running.size);
-    retryAt = Math.min(retryAt, batch.takeRetryDue());
-    // Blocked, work announced meanwhile is claimed once the gap has passed; none, it sleeps.
-    const blockedFor = work && blockedUntil > now() ? blockedUntil - now() : Number.POSITIVE_INFINITY;
     return Math.max(
       1,
-      Math.min(
-        lastClaimAt + config.pollMs - now(),
-        assigned.beatInMs(now()),
-        publishAt - now(),
-        retryAt - now(),
-        batch.writeInMs(now()),
-        blockedFor,
-      ),
+      Math.min(claims.waitMs(now()), assigned.beatInMs(now()), publishAt - now(), batch.writeInMs(now())),
     );
   }
 
@@ -201,6 +169,8 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
         busy: running.byOrganization(),
       });
     } catch (error) {
+      // The database refused: claims wait for the poll, outcomes for their back-off.
+      if (take > 0) claims.claimed(now(), false);
       const lost = batch.failed(outcomes, now());
       report(error, 'webhook outcomes not written and nothing claimed; trying again');
       if (lost > 0) logger.warn({ deliveries: lost }, 'outcomes not written before their leases ended');
@@ -211,9 +181,9 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     const written = outcomes.filter((o) => result.written.has(o.claimed.id));
     countWritten(metrics, written);
     for (const o of written) {
-      if (o.recorded.nextRetryInMs !== null) batch.retryDueAt(now() + o.recorded.nextRetryInMs);
+      if (o.recorded.nextRetryInMs !== null) claims.retryAt(now() + o.recorded.nextRetryInMs);
     }
-    blockedUntil = result.blocked && result.claimed.length === 0 ? now() + config.idleGapMs : 0;
+    if (take > 0) claims.claimed(now(), result.blocked && result.claimed.length === 0);
     noticeTallies(logger, metrics, result.tallies, deps.notify);
     for (const claimed of result.claimed) start(claimed, claimedAt + config.leaseMs);
   }
