@@ -54,7 +54,7 @@ describe('configuration', () => {
     assert.equal(loadConfig({ NODE_ENV: 'production' }).logFormat, 'json');
     assert.equal(config.trustProxy, false);
     assert.equal(config.dbPoolWaitMs, 2000);
-    assert.equal(config.dbPoolSize, 20);
+    assert.equal(config.dbPoolSize, 10);
     assert.equal(config.shutdownGraceMs, 10_000);
   });
 

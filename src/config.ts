@@ -386,7 +386,10 @@ function readConfig(r: Reader): Config {
     authCacheTtlMs: int(r, 'SVC_AUTH_CACHE_TTL_MS', 5000, 0, 60_000),
     statementTimeoutMs: int(r, 'SVC_DB_STATEMENT_TIMEOUT_MS', 15_000, 100, 600_000),
     dbPoolWaitMs: int(r, 'SVC_DB_POOL_WAIT_MS', 2000, 50, 60_000),
-    dbPoolSize: int(r, 'SVC_DB_POOL_SIZE', 20, 2, 1000),
+    // The API's statements alone (a delivery worker has pools of its own): more connections than
+    // the server has cores to run them only add backends that take turns on those cores, and each
+    // read then costs PostgreSQL more CPU (docs/decisions.md, the API's pool size).
+    dbPoolSize: int(r, 'SVC_DB_POOL_SIZE', 10, 2, 1000),
     requestTimeoutMs: int(r, 'SVC_REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000),
     shutdownGraceMs: int(r, 'SVC_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     migrateAtStart: bool(r, 'SVC_MIGRATE_AT_START', true),
