@@ -184,13 +184,21 @@ function listenerOnServer(url: string, schema?: string) {
       } catch {}
     }
   };
-  /** LISTENs on the channels with handlers that the connection does not listen on yet. */
-  const listenAll = async (c: pg.Client) => {
-    for (const channel of handlers.keys()) {
-      if (listened.has(channel)) continue;
-      listened.add(channel);
-      await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
-    }
+  /**
+   * LISTENs on the channels with handlers that the connection does not listen on yet, one statement
+   * at a time on the connection (callers that listen together queue here, not on the client).
+   */
+  let queue: Promise<void> = Promise.resolve();
+  const listenAll = (c: pg.Client) => {
+    const next = queue.then(async () => {
+      for (const channel of handlers.keys()) {
+        if (listened.has(channel)) continue;
+        listened.add(channel);
+        await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      }
+    });
+    queue = next.catch(() => {});
+    return next;
   };
   const connect = async () => {
     const c = new pg.Client({ connectionString: url });
@@ -241,7 +249,12 @@ function listenerOnServer(url: string, schema?: string) {
       if (set.size === 0 && handlers.get(channel) === set) {
         handlers.delete(channel);
         listened.delete(channel);
-        await client?.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`).catch(() => {});
+        const c = client;
+        const unlisten = queue
+          .then(() => c?.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`))
+          .catch(() => {});
+        queue = unlisten.then(() => {});
+        await unlisten;
       }
       if (handlers.size === 0) {
         clearTimeout(timer);
