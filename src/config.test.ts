@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ConfigError, loadConfig } from './config.js';
 
+const NOTIFY_SECRET = `whsec_${Buffer.alloc(32, 3).toString('base64')}`;
 const TOKEN = 't'.repeat(32);
 
 function assertRefused(env: Record<string, string>, variable: string): void {
@@ -108,6 +109,8 @@ describe('configuration', () => {
       SVC_WEBHOOK_WORKER_LEASE_MS: '9000',
       SVC_WEBHOOK_WORKER: 'off',
       SVC_DB_POOL_SIZE: '7',
+      SVC_OPERATOR_NOTIFY_URL: 'https://alerts.internal/svc',
+      SVC_OPERATOR_NOTIFY_SECRET: NOTIFY_SECRET,
     });
     assert.deepEqual(
       {
@@ -162,6 +165,7 @@ describe('configuration', () => {
           workerLeaseMs: 9000,
           embeddedWorker: false,
         },
+        operatorNotify: { url: 'https://alerts.internal/svc', secret: NOTIFY_SECRET },
       },
     );
   });
@@ -375,5 +379,50 @@ describe('every problem at once', () => {
       ['SVC_MASTER_KEY'],
       'a bad key is named once',
     );
+  });
+});
+
+describe('operator notices', () => {
+  const problems = (env: Record<string, string>) => {
+    try {
+      loadConfig(env);
+    } catch (error) {
+      assert.ok(error instanceof ConfigError, String(error));
+      return error;
+    }
+    assert.fail('accepted');
+  };
+
+  test('off by default; the URL and the secret go together', () => {
+    assert.equal(loadConfig({}).operatorNotify, null);
+    assert.match(
+      problems({ SVC_OPERATOR_NOTIFY_URL: 'https://alerts.internal/svc' }).message,
+      /^SVC_OPERATOR_NOTIFY_SECRET: required when SVC_OPERATOR_NOTIFY_URL is set$/,
+    );
+    assert.match(
+      problems({ SVC_OPERATOR_NOTIFY_SECRET: NOTIFY_SECRET }).message,
+      /^SVC_OPERATOR_NOTIFY_URL: required when SVC_OPERATOR_NOTIFY_SECRET is set$/,
+    );
+  });
+
+  test('an https URL and a whsec_ secret of 24 to 64 bytes; the secret is never repeated', () => {
+    const url = problems({
+      SVC_OPERATOR_NOTIFY_URL: 'http://alerts/x',
+      SVC_OPERATOR_NOTIFY_SECRET: NOTIFY_SECRET,
+    });
+    assert.deepEqual(
+      url.problems.map((p) => p.variable),
+      ['SVC_OPERATOR_NOTIFY_URL'],
+    );
+    assert.match(url.message, /must be a https:\/\/ URL/);
+    const short = `whsec_${Buffer.alloc(16, 1).toString('base64')}`;
+    for (const secret of [short, 'plain-text-secret-of-some-length-000000', `whsec_${'!'.repeat(40)}`]) {
+      const error = problems({
+        SVC_OPERATOR_NOTIFY_URL: 'https://a.example/x',
+        SVC_OPERATOR_NOTIFY_SECRET: secret,
+      });
+      assert.equal(error.variable, 'SVC_OPERATOR_NOTIFY_SECRET');
+      assert.equal(error.message.includes(secret), false);
+    }
   });
 });

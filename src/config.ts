@@ -96,6 +96,15 @@ export interface Config {
   idempotencyRetentionHours: number;
   idempotencyClaimTimeoutMs: number;
   webhooks: WebhookConfig;
+  /** Where webhook deactivations and warnings are announced, signed with `secret`; null for nowhere. */
+  operatorNotify: OperatorNotifyConfig | null;
+}
+
+export interface OperatorNotifyConfig {
+  /** An https:// URL of the platform's; private addresses allowed (docs/decisions.md). */
+  url: string;
+  /** `whsec_` and base64 of 24 to 64 bytes: signs like a webhook secret. */
+  secret: string;
 }
 
 export interface ConfigProblem {
@@ -264,6 +273,28 @@ function webhookConfig(r: Reader): WebhookConfig {
   };
 }
 
+/** The operator notification URL and its secret: both or neither. */
+function operatorNotify(r: Reader): OperatorNotifyConfig | null {
+  const target = url(r, 'SVC_OPERATOR_NOTIFY_URL', ['https:']);
+  const secret = r.env.SVC_OPERATOR_NOTIFY_SECRET || null;
+  // Never repeated in a message: it is a secret.
+  const bytes = secret?.startsWith('whsec_') ? Buffer.from(secret.slice(6), 'base64').length : 0;
+  if (secret !== null && (!/^whsec_[A-Za-z0-9+/_-]+={0,2}$/.test(secret) || bytes < 24 || bytes > 64)) {
+    return r.refuse(
+      'SVC_OPERATOR_NOTIFY_SECRET',
+      'must be whsec_ followed by 24 to 64 bytes in base64 (e.g. whsec_$(openssl rand -base64 32))',
+      null,
+    );
+  }
+  if (target !== null && secret === null) {
+    return r.refuse('SVC_OPERATOR_NOTIFY_SECRET', 'required when SVC_OPERATOR_NOTIFY_URL is set', null);
+  }
+  if (secret !== null && target === null && !r.env.SVC_OPERATOR_NOTIFY_URL) {
+    return r.refuse('SVC_OPERATOR_NOTIFY_URL', 'required when SVC_OPERATOR_NOTIFY_SECRET is set', null);
+  }
+  return target !== null && secret !== null ? { url: target, secret } : null;
+}
+
 const MASTER_KEY_FORM = '32 bytes as 64 hex characters or base64';
 
 /** A master key is 32 bytes, given as 64 hex characters or as base64. */
@@ -354,14 +385,18 @@ function readConfig(r: Reader): Config {
   }
   const eventRetentionDays = int(r, 'SVC_EVENT_RETENTION_DAYS', 30, 30, 3650);
   const operatorPort = int(r, 'SVC_OPERATOR_PORT', 8081, 0, 65535);
-  const config: Config = {
+  const databaseUrl = url(r, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+  const redisUrl = url(r, 'REDIS_URL', ['redis:', 'rediss:']);
+  // Read once: the public URL's default follows it, and a bad value is one problem, not two.
+  const port = int(r, 'SVC_PORT', 8080, 0, 65535);
+  return {
     environment: oneOf(r, 'SVC_ENVIRONMENT', ['live', 'test'], 'live'),
-    databaseUrl: url(r, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databaseUrl,
     dataDir: env.SVC_DATA_DIR || './data',
-    redisUrl: url(r, 'REDIS_URL', ['redis:', 'rediss:']),
+    redisUrl,
     host: env.SVC_HOST || '0.0.0.0',
-    port: int(r, 'SVC_PORT', 8080, 0, 65535),
-    publicUrl: '',
+    port,
+    publicUrl: origin(r, 'SVC_PUBLIC_URL', `http://localhost:${port}`),
     operatorHost: env.SVC_OPERATOR_HOST || '127.0.0.1',
     operatorPort,
     operatorToken,
@@ -405,8 +440,6 @@ function readConfig(r: Reader): Config {
     idempotencyRetentionHours: int(r, 'SVC_IDEMPOTENCY_RETENTION_HOURS', 24, 1, 24 * 30),
     idempotencyClaimTimeoutMs: int(r, 'SVC_IDEMPOTENCY_CLAIM_TIMEOUT_MS', 5 * 60_000, 1000),
     webhooks: webhookConfig(r),
+    operatorNotify: operatorNotify(r),
   };
-  // Read after the rest, so problems are told in the order of the variables above.
-  config.publicUrl = origin(r, 'SVC_PUBLIC_URL', `http://localhost:${config.port}`);
-  return config;
 }

@@ -9,7 +9,8 @@ import type { Config } from './config.js';
 import { createPgliteDb, createPostgresDb, type Db } from './db/db.js';
 import { buildName, migrate, pendingMigrations } from './db/migrate.js';
 import { createDeliveryMetrics } from './delivery/metrics.js';
-import { createSender } from './delivery/send.js';
+import { createOperatorNotifier, type OperatorNotifier } from './delivery/operator-notices.js';
+import { createSender, type Sender } from './delivery/send.js';
 import { startWorker, type Worker } from './delivery/worker.js';
 import { answerProbe, defaultReadinessChecks } from './health.js';
 import { createIdentityCache } from './http/auth.js';
@@ -199,12 +200,14 @@ export async function startDeliveryWorker(deps: DeliveryParts): Promise<Worker> 
       'SVC_WEBHOOK_CA_FILE: deliveries also trust this CA. Never in production.',
     );
   }
+  const ca = webhooks.caFile ? await readFile(webhooks.caFile) : null;
   const sender = createSender({
     policy: targetPolicy(webhooks),
     resolve: deps.resolve,
     timeoutMs: webhooks.timeoutMs,
-    ca: webhooks.caFile ? await readFile(webhooks.caFile) : null,
+    ca,
   });
+  const notices = operatorNotices(deps, ca);
   // The engine's statements on connections of their own (Db.withPlansKept): a worker runs one
   // round at a time, beside which it may hand back leases as it stops.
   const engine = deps.db.withPlansKept(ENGINE_CONNECTIONS);
@@ -217,15 +220,45 @@ export async function startDeliveryWorker(deps: DeliveryParts): Promise<Worker> 
     sender,
     metrics: createDeliveryMetrics(deps.metrics.registry, deps.db),
     build: await buildName(),
+    ...(notices ? { notify: notices.notifier.notify } : {}),
   });
   return {
     wake: worker.wake,
     async stop(graceMs) {
       await worker.stop(graceMs);
-      await sender.close();
+      // After the worker: its last outcomes may still deactivate a webhook.
+      await notices?.notifier.close(graceMs);
+      await Promise.all([sender.close(), notices?.sender.close()]);
       await engine.close();
     },
   };
+}
+
+/**
+ * The announcer of deactivations and warnings, when SVC_OPERATOR_NOTIFY_URL is set. Its URL is the
+ * platform's own choice, not a tenant's, so private addresses are allowed (docs/decisions.md,
+ * "Operator notices"); it is still https only, vetted and pinned per attempt like a delivery.
+ */
+function operatorNotices(
+  deps: DeliveryParts,
+  ca: Buffer | null,
+): { notifier: OperatorNotifier; sender: Sender } | null {
+  const target = deps.config.operatorNotify;
+  if (!target) return null;
+  const sender = createSender({
+    policy: { allowPrivateTargets: true },
+    resolve: deps.resolve,
+    timeoutMs: deps.config.webhooks.timeoutMs,
+    ca,
+    connections: 4,
+  });
+  const notifier = createOperatorNotifier({ ...target, sender, logger: deps.logger });
+  // The host only: a path or query may carry the receiver's own token.
+  deps.logger.info(
+    { host: new URL(target.url).host },
+    'webhook deactivations and warnings are announced to SVC_OPERATOR_NOTIFY_URL',
+  );
+  return { notifier, sender };
 }
 
 export interface MetricsListener {

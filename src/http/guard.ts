@@ -9,6 +9,7 @@ import type { Identity, IdentityCache } from './auth.js';
 import { AppError, type ErrorCode } from './errors.js';
 import { type App, allowedMethods } from './kit.js';
 import type { Metrics } from './metrics.js';
+import { addLogFields } from './request-logger.js';
 import type { Scope } from './scopes.js';
 
 declare module 'fastify' {
@@ -108,6 +109,15 @@ export function installGuard(app: App, deps: GuardDeps): void {
     }
   }
 
+  /** The tenant on the request's log lines, once its key or session is authenticated. */
+  const authenticated = (request: FastifyRequest, identity: Identity): Identity => {
+    addLogFields(request.log, {
+      organization_id: identity.organization.id,
+      integration_id: identity.integration.id,
+    });
+    return identity;
+  };
+
   /** A portal session counts its failures against the same IP limit as keys. */
   async function authenticateSession(request: FastifyRequest): Promise<Identity> {
     const ipBucket = ipBucketOf(request);
@@ -117,7 +127,7 @@ export function installGuard(app: App, deps: GuardDeps): void {
     if (!identity) return refuse('unauthorized', ipBucket, SESSION_REFUSED);
     if (identity.key.expiresAt && identity.key.expiresAt.getTime() <= now())
       return refuse('unauthorized', ipBucket, SESSION_EXPIRED);
-    return identity;
+    return authenticated(request, identity);
   }
 
   async function authenticate(request: FastifyRequest): Promise<Identity> {
@@ -136,7 +146,7 @@ export function installGuard(app: App, deps: GuardDeps): void {
     if (identity.key.revokedAt) return refuse('revoked_key', ipBucket);
     if (identity.key.expiresAt && identity.key.expiresAt.getTime() <= now())
       return refuse('expired_key', ipBucket);
-    return identity;
+    return authenticated(request, identity);
   }
 
   /**

@@ -15,7 +15,7 @@ import { createDeadlines, isDeadlineExceeded } from './deadline.js';
 import { AppError, errorBody } from './errors.js';
 import { createFailureLog } from './failure-log.js';
 import type { Metrics } from './metrics.js';
-import { requestLogger } from './request-logger.js';
+import { addLogFields, requestLogger } from './request-logger.js';
 import { compileValidator, type ValidationPart, validationError } from './validation.js';
 
 /** 256 KiB, counted in bytes of the UTF-8 body. */
@@ -177,6 +177,12 @@ function methodNotAllowed(reply: FastifyReply, allowed: Set<string>): FastifyRep
     .send('Method Not Allowed');
 }
 
+/** The envelope of an error answer; its code goes on the request's log lines (`error_code`). */
+function envelope(request: FastifyRequest, error: AppError) {
+  addLogFields(request.log, { error_code: error.code });
+  return errorBody(error, request.id);
+}
+
 /** HTTP/1.1 requires Host (RFC 9112, 3.2); HTTP/1.0 may omit it, as Node's own check allows. */
 function hostMissing(request: FastifyRequest): AppError | undefined {
   if (request.headers.host !== undefined || request.raw.httpVersion !== '1.1') return undefined;
@@ -215,7 +221,7 @@ export function createHttpApp(options: KitOptions): App {
         .code(404)
         .header(REQUEST_ID_HEADER, request.id)
         .type('application/json')
-        .send(errorBody(new AppError('not_found'), request.id));
+        .send(envelope(request, new AppError('not_found')));
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
@@ -310,7 +316,7 @@ export function createHttpApp(options: KitOptions): App {
       return reply
         .code(408)
         .type('application/json')
-        .send(errorBody(new AppError('request_timeout'), request.id));
+        .send(envelope(request, new AppError('request_timeout')));
     }
     const known = toAppError(error);
     if (!known) logFailure(request.log, error, 'unexpected failure');
@@ -325,7 +331,7 @@ export function createHttpApp(options: KitOptions): App {
         reply.header('retry-after', String(appError.details.retry_after));
       }
     }
-    return reply.code(appError.status).type('application/json').send(errorBody(appError, request.id));
+    return reply.code(appError.status).type('application/json').send(envelope(request, appError));
   });
 
   // Registered routes, to tell "no such path" (404) from "no such method on this path" (405).
@@ -344,7 +350,7 @@ export function createHttpApp(options: KitOptions): App {
     return reply
       .code(404)
       .type('application/json')
-      .send(errorBody(new AppError('not_found'), request.id));
+      .send(envelope(request, new AppError('not_found')));
   });
 
   return app;

@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import type { FastifyBaseLogger } from 'fastify';
 import { createLogger } from '../logger.js';
-import { requestLogger } from './request-logger.js';
+import { addLogFields, requestLogger } from './request-logger.js';
 
 /** A logger at `level` writing into `lines`, counting the children made from it. */
 function capture(level: string) {
@@ -67,4 +67,25 @@ test('children of the request logger keep its bindings; a route level gets a chi
   assert.equal(own.level, 'error');
   own.warn('dropped');
   assert.equal(lines.length, 1);
+});
+
+test('fields added to the request logger reach every later line, before or after its first', () => {
+  const { parent, lines, counted } = capture('info');
+  const log = requestLogger(parent, { reqId: 'req_5' }, {});
+  addLogFields(log, { organization_id: 'org_1' });
+  assert.equal(counted.children, 0, 'remembered, no child made yet');
+  log.info('first');
+  addLogFields(log, { error_code: 'not_found' });
+  log.info('second');
+  assert.deepEqual(
+    lines.map((l) => [l.reqId, l.organization_id, l.error_code, l.msg]),
+    [
+      ['req_5', 'org_1', undefined, 'first'],
+      ['req_5', 'org_1', 'not_found', 'second'],
+    ],
+  );
+  const own = requestLogger(parent, { reqId: 'req_6' }, { level: 'info' });
+  addLogFields(own, { integration_id: 'int_1' });
+  own.info('third');
+  assert.equal(lines[2]?.integration_id, 'int_1', "a route's own pino child takes them too");
 });

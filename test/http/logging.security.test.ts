@@ -92,3 +92,70 @@ describe('redaction', () => {
     assertAbsent([OPERATOR_TOKEN, wrong, 'w'.repeat(OPERATOR_TOKEN.length)]);
   });
 });
+
+describe('request log fields', () => {
+  /** The lines of one answer, found by its request id. */
+  const linesOf = (res: { headers: Record<string, unknown> }) => {
+    const id = res.headers['x-svc-request-id'];
+    assert.ok(typeof id === 'string' && id.length > 0);
+    return svc.logs
+      .flatMap((chunk) => chunk.split('\n').filter(Boolean))
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line.reqId === id);
+  };
+  const completed = (res: { headers: Record<string, unknown> }) => {
+    const done = linesOf(res).filter((l) => l.msg === 'request completed');
+    assert.equal(done.length, 1, 'one line tells how the request ended');
+    return done[0] as Record<string, unknown>;
+  };
+
+  test('an authenticated answer names its organization and integration; an error envelope its code', async () => {
+    const t = await createTenant(svc, { scopes: ['bookings:read'] });
+    const ok = await svc.call('GET', '/integrations/me', { key: t.key });
+    assert.equal(ok.status, 200);
+    const line = completed(ok);
+    assert.equal(line.organization_id, t.organization.id);
+    assert.equal(line.integration_id, t.integration.id);
+    assert.equal('error_code' in line, false, 'no error, no code');
+
+    const missing = await svc.call('GET', '/bookings/424242424242', { key: t.key });
+    assert.equal(missing.status, 404);
+    assert.equal(missing.body.error.code, 'not_found');
+    const notFound = completed(missing);
+    assert.equal(notFound.organization_id, t.organization.id);
+    assert.equal(notFound.integration_id, t.integration.id);
+    assert.equal(notFound.error_code, 'not_found');
+    assert.equal(notFound.res && (notFound.res as { statusCode: number }).statusCode, 404);
+
+    const scope = await svc.call('GET', '/events', { key: t.key });
+    assert.equal(scope.status, 403);
+    assert.equal(completed(scope).error_code, 'insufficient_scope');
+    assert.equal(completed(scope).organization_id, t.organization.id, 'authenticated, then refused');
+
+    const lines = JSON.stringify([...linesOf(ok), ...linesOf(missing), ...linesOf(scope)]);
+    assert.equal(lines.includes(t.key), false);
+    assert.equal(lines.includes(t.key.slice(9)), false);
+  });
+
+  test('an unauthenticated 401 logs its code and no tenant, and no part of the key', async () => {
+    const unknown = `svc_live_${'Q'.repeat(40)}`;
+    for (const key of [null, unknown]) {
+      const refused = await svc.call('GET', '/integrations/me', { key });
+      assert.equal(refused.status, 401);
+      const line = completed(refused);
+      assert.equal(line.error_code, refused.body.error.code);
+      assert.match(String(line.error_code), /^(unauthorized|invalid_key)$/);
+      for (const l of linesOf(refused)) {
+        assert.equal('organization_id' in l, false);
+        assert.equal('integration_id' in l, false);
+      }
+    }
+    assertAbsent([unknown, unknown.slice(9)]);
+  });
+
+  test('an unknown path answers its 404 envelope with the code on the line', async () => {
+    const res = await svc.call('GET', '/no-such-thing', { unchecked: 'a path the document does not have' });
+    assert.equal(res.status, 404);
+    assert.equal(completed(res).error_code, 'not_found');
+  });
+});
