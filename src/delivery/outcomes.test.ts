@@ -3,20 +3,11 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
+import { succeededOutcome } from '../../test/support/webhooks.js';
 import { type Ended, LEASE_MARGIN_MS, outcomeBatch } from './outcomes.js';
 
 const ended = (leaseEndsAt: number): Ended => ({
-  claimed: { id: randomUUID(), lease_token: randomUUID() },
-  recorded: {
-    status: 'succeeded',
-    maxAttempts: 8,
-    nextRetryInMs: null,
-    httpStatus: 200,
-    error: null,
-    durationMs: 3,
-    counts: true,
-    blames: true,
-  },
+  ...succeededOutcome({ id: randomUUID(), lease_token: randomUUID() }),
   leaseEndsAt,
   class: '2xx',
 });

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { after } from 'node:test';
+import type { Outcome } from '../../src/delivery/engine.js';
 import type { Worker } from '../../src/delivery/worker.js';
 import { startDeliveryWorker } from '../../src/runtime.js';
 import type { Resolver } from '../../src/security/url-guard.js';
@@ -12,6 +13,21 @@ import { type ReceivedRequest, type Receiver, startReceiver } from './https-rece
 import { createTenant, expectOk, READ_SCOPES, type Tenant, type TenantOptions } from './tenants.js';
 
 /** Gaps of 50 ms to 350 ms instead of 30 s to 32 min, same shape. */
+/** A claimed delivery's outcome as a worker writes it after a 200. */
+export const succeededOutcome = (claimed: Outcome['claimed']): Outcome => ({
+  claimed,
+  recorded: {
+    status: 'succeeded',
+    maxAttempts: 8,
+    nextRetryInMs: null,
+    httpStatus: 200,
+    error: null,
+    durationMs: 3,
+    counts: true,
+    blames: true,
+  },
+});
+
 export const FAST_SCHEDULE = '0.05,0.1,0.15,0.2,0.25,0.3,0.35';
 
 export interface WebhookHarness {

@@ -5,8 +5,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import type { Queryable } from '../../src/db/db.js';
-import { exchange, type Outcome } from '../../src/delivery/engine.js';
+import { exchange } from '../../src/delivery/engine.js';
 import { openTestDb, usingServer } from '../support/context.js';
+import { succeededOutcome } from '../support/webhooks.js';
 
 const ALL = Array.from({ length: 64 }, (_, i) => i);
 
@@ -46,20 +47,6 @@ async function insertWebhook(q: Queryable, code: string, name: string) {
   );
   return hook as { id: string; organization_id: string };
 }
-
-const succeeded = (c: Outcome['claimed']): Outcome => ({
-  claimed: c,
-  recorded: {
-    status: 'succeeded',
-    maxAttempts: 8,
-    nextRetryInMs: null,
-    httpStatus: 200,
-    error: null,
-    durationMs: 3,
-    counts: true,
-    blames: true,
-  },
-});
 
 const request = (take: number) => ({
   worker: randomUUID(),
@@ -103,7 +90,7 @@ test('the publisher and the exchange read the outbox and the queue by key, also 
           await q.query('SET LOCAL enable_seqscan = on');
           const got = await exchange(q, [], request(8));
           assert.equal(got.claimed.length, 1);
-          await exchange(q, got.claimed.map(succeeded), request(0));
+          await exchange(q, got.claimed.map(succeededOutcome), request(0));
         }
       }),
     );
@@ -139,7 +126,7 @@ test("a delivery's history row is written once per attempt, in place: the claim 
       await q.query("UPDATE delivery_queue SET next_retry_at = next_retry_at - interval '1 second'");
       const claim = await exchange(q, [], request(8));
       assert.equal(claim.claimed.length, 8);
-      const written = await exchange(q, claim.claimed.map(succeeded), request(0));
+      const written = await exchange(q, claim.claimed.map(succeededOutcome), request(0));
       assert.equal(written.written.size, 8);
       return q.query<{ table: string; updated: number; hot: number; inserted: number; deleted: number }>(
         `SELECT relname AS table, n_tup_upd::int AS updated, n_tup_hot_upd::int AS hot,

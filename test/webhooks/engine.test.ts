@@ -15,7 +15,7 @@ import {
 } from '../../src/delivery/engine.js';
 import { publishEvents } from '../../src/delivery/publish.js';
 import { putBooking } from '../support/feed.js';
-import { createWebhook, webhookService, webhookTenant } from '../support/webhooks.js';
+import { createWebhook, succeededOutcome, webhookService, webhookTenant } from '../support/webhooks.js';
 
 const { svc, receiver } = await webhookService();
 const q = svc.db;
@@ -32,20 +32,6 @@ const claim = (over: Partial<ClaimRequest> = {}): ClaimRequest => ({
   budget: 100,
   busy: new Map(),
   ...over,
-});
-
-const succeeded = (c: Outcome['claimed']): Outcome => ({
-  claimed: c,
-  recorded: {
-    status: 'succeeded',
-    maxAttempts: 8,
-    nextRetryInMs: null,
-    httpStatus: 200,
-    error: null,
-    durationMs: 3,
-    counts: true,
-    blames: true,
-  },
 });
 
 /** A tenant with one webhook and `n` deliveries due to it. */
@@ -172,7 +158,7 @@ test('a claim counts the leases a previous owner still holds against the webhook
   assert.equal(await releaseExpiredLeases(q), 0, 'leases still running are left alone');
   assert.equal(full.blocked, true, 'deliveries are due, waiting for room');
   // The previous owner's attempt ends: its slot is free again.
-  const after = await exchange(q, before.claimed.map(succeeded), claim({ take: 0 }));
+  const after = await exchange(q, before.claimed.map(succeededOutcome), claim({ take: 0 }));
   assert.deepEqual([...after.written], [before.claimed[0]?.id]);
   assert.equal((await exchange(q, [], claim())).claimed.length, 1);
 });
@@ -220,14 +206,18 @@ test('the last final outcome of an event drops the booking kept for its bodies, 
   const kept = () => q.query('SELECT 1 FROM event_payloads WHERE event_id = $1', [event]);
   assert.equal((await kept()).length, 1);
   const failed: Outcome = {
-    ...succeeded(claimed[0] as Outcome['claimed']),
-    recorded: { ...succeeded(claimed[0] as Outcome['claimed']).recorded, status: 'failed', nextRetryInMs: 0 },
+    ...succeededOutcome(claimed[0] as Outcome['claimed']),
+    recorded: {
+      ...succeededOutcome(claimed[0] as Outcome['claimed']).recorded,
+      status: 'failed',
+      nextRetryInMs: 0,
+    },
   };
   await exchange(q, [failed], claim({ take: 0 }));
   assert.equal((await kept()).length, 1, 'a retry still needs it');
   const retried = await exchange(q, [], claim());
   assert.equal(retried.claimed[0]?.webhook_id, hook.id);
-  await exchange(q, retried.claimed.map(succeeded), claim({ take: 0 }));
+  await exchange(q, retried.claimed.map(succeededOutcome), claim({ take: 0 }));
   assert.equal((await kept()).length, 0, 'dropped by the write itself, not by a later sweep');
 });
 
