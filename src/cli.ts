@@ -339,7 +339,10 @@ async function demoCommand(args: string[], signals: StopSignals): Promise<number
     );
   }
   const db = await openDatabase(cfg);
-  const deps = await createDeps(cfg, db);
+  const deps = await createDeps(cfg, db).catch(async (error: unknown) => {
+    await db.close().catch(() => {});
+    throw error;
+  });
   const demo = await prepareDemo(deps);
   console.log(JSON.stringify({ organization_id: demo.organizationId, key: demo.key }));
   if (simulation) {

@@ -132,16 +132,11 @@ export async function createDeps(config: Config, db: Db, logger = processLogger(
   const now = Date.now;
   const masterKey = await resolveMasterKey(config);
   const secrets = createSecretBox(masterKey, config.masterKeyFallbacks);
-  try {
-    await prepareSchema(config, db);
-    // A key that does not open what is stored would fail every delivery: refuse to start instead.
-    await assertMasterKeyOpens(db, secrets);
-  } catch (error) {
-    // The start ends here: the pool's idle connections would otherwise hold the process up for
-    // minutes after the message.
-    await db.close().catch(() => {});
-    throw error;
-  }
+  await prepareSchema(config, db);
+  // A key that does not open what is stored would fail every delivery: refuse to start instead.
+  // (The caller closes the database it opened when the start fails: its idle connections would
+  // otherwise hold the process up for minutes after the message.)
+  await assertMasterKeyOpens(db, secrets);
   return {
     config,
     db,
