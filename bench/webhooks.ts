@@ -10,18 +10,13 @@
 import { mkdir } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { type FastResult, fastScenario } from './lib/fast.js';
+import { fastScenario } from './lib/fast.js';
 import { type Bench, createTenant, engineWrite, Feed, type Tenant } from './lib/feed.js';
 import { createDatabase, service, startServe, stopAll } from './lib/proc.js';
 import { startReceiver } from './lib/receiver.js';
 import * as r from './lib/report.js';
-import {
-  type RebalanceResult,
-  rebalanceScenario,
-  type ScaleOutResult,
-  scaleOutScenario,
-} from './lib/scale.js';
-import { renderWebhooks, webhookCharts } from './lib/webhook-report.js';
+import { rebalanceScenario, scaleOutScenario } from './lib/scale.js';
+import { renderWebhooks, type WebhookResult, webhookCharts } from './lib/webhook-report.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -66,14 +61,6 @@ const opt = (name: keyof typeof args) => r.positive(name, raw(name));
 const scenarios = new Set(args.scenarios.split(','));
 for (const s of scenarios)
   if (!['fast', 'scale-out', 'rebalance'].includes(s)) throw new Error(`no scenario ${s}`);
-
-export interface WebhookResult {
-  date: string;
-  machine: ReturnType<typeof r.machine>;
-  fast: FastResult | null;
-  scaleOut: ScaleOutResult | null;
-  rebalance: RebalanceResult | null;
-}
 
 async function main(): Promise<void> {
   r.build(args['skip-build']);

@@ -1,7 +1,26 @@
 // The webhook benchmark's record: targets (issue 39), tables and charts for BENCHMARKS.md.
-import type { WebhookResult } from '../webhooks.js';
-import { barChart, int, median, pct, round, type Target, table, targetTable } from './report.js';
-import type { ScaleOutRun } from './scale.js';
+import type { FastResult } from './fast.js';
+import {
+  barChart,
+  int,
+  type machine,
+  median,
+  pct,
+  round,
+  type Target,
+  table,
+  targetTable,
+} from './report.js';
+import type { RebalanceResult, ScaleOutResult, ScaleOutRun } from './scale.js';
+
+/** One run of the webhook benchmark, as bench/results keeps it. */
+export interface WebhookResult {
+  date: string;
+  machine: ReturnType<typeof machine>;
+  fast: FastResult | null;
+  scaleOut: ScaleOutResult | null;
+  rebalance: RebalanceResult | null;
+}
 
 const SCALE_GOALS: Record<number, number> = { 2: 1.8, 4: 3.2 };
 
