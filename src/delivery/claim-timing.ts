@@ -13,8 +13,13 @@ export interface ClaimTiming {
   retryAt(at: number): void;
   /** Whether a claim is called for now. */
   due(now: number): boolean;
-  /** A claim was made (or would have been, with the budget full); `blocked`: it took nothing though some were due. */
-  claimed(now: number, blocked: boolean): void;
+  /**
+   * A claim starts (or would, with the budget full): what called for it is answered, and what
+   * comes while it runs calls for the next one (the claim's snapshot may have missed it).
+   */
+  begin(now: number): void;
+  /** The claim ended; `blocked`: it took nothing though deliveries were due. */
+  end(now: number, blocked: boolean): void;
   /** Milliseconds until a claim falls due by time alone. */
   waitMs(now: number): number;
 }
@@ -38,12 +43,16 @@ export function claimTiming(timing: { pollMs: number; idleGapMs: number }): Clai
     },
     due: (now) =>
       freed || (announced && now >= blockedUntil) || now >= retryAt || now >= lastClaimAt + timing.pollMs,
-    claimed(now, blocked) {
+    begin(now) {
       freed = false;
       announced = false;
       lastClaimAt = now;
       if (now >= retryAt) retryAt = Number.POSITIVE_INFINITY;
-      blockedUntil = blocked ? now + timing.idleGapMs : 0;
+    },
+    end(now, blocked) {
+      // Room freed while the claim ran clears the gap (roomFreed), so only a claim that found
+      // nothing new may start one.
+      blockedUntil = blocked && !freed ? now + timing.idleGapMs : 0;
     },
     waitMs(now) {
       const announcedIn = announced ? Math.max(0, blockedUntil - now) : Number.POSITIVE_INFINITY;

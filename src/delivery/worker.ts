@@ -146,8 +146,8 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     // With its budget full it claims nothing now: an attempt that ends calls for the next claim.
     const wanted = !stopping && claims.due(now());
     const take = wanted ? running.free() : 0;
+    if (wanted) claims.begin(now());
     if (outcomes.length > 0 || take > 0) await exchangeNow(outcomes, take);
-    else if (wanted) claims.claimed(now(), false);
     metrics?.inFlight.set(running.size);
     return Math.max(
       1,
@@ -170,7 +170,6 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       });
     } catch (error) {
       // The database refused: claims wait for the poll, outcomes for their back-off.
-      if (take > 0) claims.claimed(now(), false);
       const lost = batch.failed(outcomes, now());
       report(error, 'webhook outcomes not written and nothing claimed; trying again');
       if (lost > 0) logger.warn({ deliveries: lost }, 'outcomes not written before their leases ended');
@@ -183,7 +182,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     for (const o of written) {
       if (o.recorded.nextRetryInMs !== null) claims.retryAt(now() + o.recorded.nextRetryInMs);
     }
-    if (take > 0) claims.claimed(now(), result.blocked && result.claimed.length === 0);
+    if (take > 0) claims.end(now(), result.blocked && result.claimed.length === 0);
     noticeTallies(logger, metrics, result.tallies, deps.notify);
     for (const claimed of result.claimed) start(claimed, claimedAt + config.leaseMs);
   }
