@@ -198,8 +198,8 @@ $$;
 -- Rows answered: first a 'written' row for each outcome written (its lease still held) and a
 -- 'tally' row for each webhook whose failure count the outcomes changed (the count before and
 -- after, whether still active); then a 'claimed' row for each delivery claimed, in the order of
--- their attempts, with all its attempt needs; or, when none was claimed though some are due, one
--- 'blocked' row.
+-- their attempts, with all its attempt needs; or, when none was claimed while the worker has
+-- attempts in flight, one 'blocked' row.
 CREATE OR REPLACE FUNCTION delivery_exchange(
   worker uuid, token uuid, lease_ms integer, outcomes jsonb, disable_at integer,
   parts smallint[], take integer, bound integer, budget integer, busy_orgs uuid[], busy_counts integer[]
@@ -296,7 +296,7 @@ BEGIN
                     ORDER BY q.webhook_id LIMIT 1)
     FROM hooks h WHERE h.hook IS NOT NULL
   ), rooms AS (
-    SELECT h.hook, w.organization_id AS org,
+    SELECT h.part, h.hook, w.organization_id AS org,
            bound - (SELECT count(*)::integer FROM delivery_queue l
                     WHERE l.webhook_id = h.hook AND l.lease_owner IS NOT NULL) AS room
     FROM hooks h JOIN webhooks w ON w.id = h.hook
@@ -305,7 +305,7 @@ BEGIN
            row_number() OVER (PARTITION BY r.hook ORDER BY x.next_retry_at, x.event_id) AS k
     FROM rooms r CROSS JOIN LATERAL (
       SELECT q.id, q.next_retry_at, q.event_id FROM delivery_queue q
-      WHERE q.webhook_id = r.hook AND q.lease_owner IS NULL AND q.next_retry_at <= now()
+      WHERE q.partition = r.part AND q.webhook_id = r.hook AND q.lease_owner IS NULL AND q.next_retry_at <= now()
       ORDER BY q.next_retry_at, q.event_id
       LIMIT greatest(r.room, 0)
       FOR UPDATE OF q SKIP LOCKED
@@ -345,10 +345,10 @@ BEGIN
   LEFT JOIN booking_external_ids x ON x.integration_id = w.integration_id AND x.booking_id = e.resource_id
   WHERE EXISTS (SELECT 1 FROM leased l WHERE l.id = p.delivery)
   ORDER BY p.pos;
-  -- Nothing claimed while deliveries of these webhooks are due: they wait for room (their bound, or
-  -- their organization's share), which an attempt ending frees, not the next event committed.
-  IF NOT FOUND AND EXISTS (SELECT 1 FROM delivery_queue q
-                           WHERE q.partition = ANY (parts) AND q.lease_owner IS NULL AND q.next_retry_at <= now()) THEN
+  -- Nothing claimed while this worker has attempts in flight: what is due in its partitions waits
+  -- for room (a webhook's bound, an organization's share) that those attempts free as they end,
+  -- not the next event committed.
+  IF NOT FOUND AND EXISTS (SELECT 1 FROM delivery_queue q WHERE q.lease_owner = worker) THEN
     RETURN QUERY SELECT 'blocked'::text, NULL::uuid, NULL::uuid, NULL::uuid, NULL::integer, NULL::integer,
            NULL::uuid, NULL::uuid, NULL::boolean, NULL::text, NULL::bytea, NULL::bytea,
            NULL::boolean, NULL::boolean, NULL::text[], NULL::boolean, NULL::text, NULL::timestamptz,
@@ -360,6 +360,10 @@ $$;
 -- The claim reads by key however small the queue was when its plan was made.
 ALTER FUNCTION delivery_exchange(uuid, uuid, integer, jsonb, integer, smallint[], integer, integer, integer, uuid[], integer[])
   SET enable_seqscan = off;
+-- A webhook's leases are counted by a plain index scan, which marks the dead entries of ended
+-- leases as it meets them; a bitmap scan would read them all again at every claim.
+ALTER FUNCTION delivery_exchange(uuid, uuid, integer, jsonb, integer, smallint[], integer, integer, integer, uuid[], integer[])
+  SET enable_bitmapscan = off;
 
 -- 4. Leases given back, the attempt under way counted (the receiver may have had it): due again at
 -- once, or dead if that was the delivery's last attempt. `why` goes in last_error. A lease whose

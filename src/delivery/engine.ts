@@ -86,7 +86,7 @@ export interface Exchanged {
   /** The outcomes written (the others' leases had ended). */
   written: Set<string>;
   tallies: Tally[];
-  /** Nothing claimed though deliveries of the caller's webhooks are due: they wait for room. */
+  /** Nothing claimed while the caller has attempts in flight: what is due waits for the room they free. */
   blocked: boolean;
 }
 

@@ -150,13 +150,14 @@ test('a claim counts the leases a previous owner still holds against the webhook
   const { hook } = await backlog(5);
   const before = await exchange(q, [], claim({ take: 1 }));
   assert.equal(before.claimed.length, 1, 'the previous owner has one attempt in flight');
-  const next = await exchange(q, [], claim());
+  const owner = randomUUID();
+  const next = await exchange(q, [], claim({ worker: owner }));
   assert.equal(next.claimed.length, 1, 'the new owner takes what the bound of 2 leaves');
   assert.equal(next.claimed[0]?.webhook_id, hook.id);
-  const full = await exchange(q, [], claim());
+  const full = await exchange(q, [], claim({ worker: owner }));
   assert.equal(full.claimed.length, 0);
   assert.equal(await releaseExpiredLeases(q), 0, 'leases still running are left alone');
-  assert.equal(full.blocked, true, 'deliveries are due, waiting for room');
+  assert.equal(full.blocked, true, 'nothing taken with attempts in flight: the rest waits for room');
   // The previous owner's attempt ends: its slot is free again.
   const after = await exchange(q, before.claimed.map(succeededOutcome), claim({ take: 0 }));
   assert.deepEqual([...after.written], [before.claimed[0]?.id]);
