@@ -128,7 +128,6 @@ BEGIN
     PERFORM delivery_give_back(ARRAY(SELECT q.id FROM delivery_queue q WHERE q.lease_owner = ANY (dead)),
                                'el proceso que lo hacía dejó de dar señales de vida');
   END IF;
-  PERFORM delivery_housekeeping();
   SELECT count(*), count(*) FILTER (WHERE w.id < worker) INTO live, rank FROM delivery_workers w;
   share := 64 / live + CASE WHEN rank < 64 % live THEN 1 ELSE 0 END;
   SELECT count(*) INTO owned FROM delivery_partitions p WHERE p.owner = worker;
@@ -149,9 +148,11 @@ BEGIN
 END
 $$;
 
--- What any beat also does: leases past their end (a worker that hung with its beat still going) go
--- back to the queue, and booking snapshots no unfinished delivery needs are dropped (a webhook
--- deleted with deliveries pending leaves them). Answers the leases given back.
+-- Every worker's housekeeping, every few seconds (outside the beat, which takes turns under a lock):
+-- leases past their end (a worker that hung with its beat still going) go back to the queue, and
+-- booking snapshots no unfinished delivery needs are dropped (a webhook deleted with deliveries
+-- pending leaves them; an outcome that ends an event's last delivery drops its own at once).
+-- Answers the leases given back.
 CREATE OR REPLACE FUNCTION delivery_housekeeping() RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -186,7 +187,8 @@ $$;
 -- move it. The last final delivery of an event drops the booking kept for its bodies: personal data
 -- is not kept longer than a delivery needs it.
 --
--- Then the claim: of the partitions `parts` (the caller's), the webhooks with waiting deliveries
+-- Then the claim: of the partitions `parts` (the caller's own, all of them or those where it knows
+-- of work), the webhooks with waiting deliveries
 -- (one index probe each, however deep a backlog), of each its oldest due deliveries up to its
 -- bound `bound` less the leases it has (any worker's: a previous owner's attempts still in flight
 -- count); then taken in turns across organizations (every organization's first before any's
@@ -198,8 +200,8 @@ $$;
 -- Rows answered: first a 'written' row for each outcome written (its lease still held) and a
 -- 'tally' row for each webhook whose failure count the outcomes changed (the count before and
 -- after, whether still active); then a 'claimed' row for each delivery claimed, in the order of
--- their attempts, with all its attempt needs; or, when none was claimed while the worker has
--- attempts in flight, one 'blocked' row.
+-- their attempts, with all its attempt needs; last, when deliveries are still due in the partitions
+-- walked, one 'backlog' row naming those partitions.
 CREATE OR REPLACE FUNCTION delivery_exchange(
   worker uuid, token uuid, lease_ms integer, outcomes jsonb, disable_at integer,
   parts smallint[], take integer, bound integer, budget integer, busy_orgs uuid[], busy_counts integer[]
@@ -209,9 +211,13 @@ CREATE OR REPLACE FUNCTION delivery_exchange(
   previous_secret bytea, previous_valid boolean, integration_active boolean, scopes text[],
   webhooks_enabled boolean, event_type text, event_created_at timestamptz, resource_type text,
   resource_id uuid, changes text[], previous_status text, booking jsonb, link_external_id text,
-  failures integer, failures_before integer
+  failures integer, failures_before integer, partitions smallint[]
 )
 LANGUAGE plpgsql AS $$
+DECLARE
+  -- The webhooks with waiting deliveries in the caller's partitions, and each one's partition.
+  hooks uuid[];
+  hook_parts smallint[];
 BEGIN
   IF jsonb_array_length(outcomes) > 0 THEN
     RETURN QUERY
@@ -271,35 +277,42 @@ BEGIN
     SELECT 'written'::text, d.id, d.webhook_id, d.event_id, NULL::integer, NULL::integer,
            NULL::uuid, NULL::uuid, NULL::boolean, NULL::text, NULL::bytea, NULL::bytea,
            NULL::boolean, NULL::boolean, NULL::text[], NULL::boolean, NULL::text, NULL::timestamptz,
-           NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, NULL::integer, NULL::integer
+           NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, NULL::integer, NULL::integer, NULL::smallint[]
     FROM d
     UNION ALL
     SELECT 'tally'::text, NULL::uuid, h.id, NULL::uuid, NULL::integer, NULL::integer,
            h.organization_id, h.integration_id, h.active, NULL::text, NULL::bytea, NULL::bytea,
            NULL::boolean, NULL::boolean, NULL::text[], NULL::boolean, NULL::text, NULL::timestamptz,
-           NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, h.after, h.before
+           NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, h.after, h.before, NULL::smallint[]
     FROM h;
   END IF;
 
   IF take <= 0 THEN
     RETURN;
   END IF;
-  RETURN QUERY
-  WITH RECURSIVE hooks AS (
+  -- A skip scan of the queue's index: one probe per partition and per webhook with waiting
+  -- deliveries, however deep any backlog.
+  WITH RECURSIVE walk AS (
     SELECT p.part, (SELECT q.webhook_id FROM delivery_queue q
                     WHERE q.partition = p.part AND q.lease_owner IS NULL
                     ORDER BY q.webhook_id LIMIT 1) AS hook
     FROM unnest(parts) AS p(part)
     UNION ALL
-    SELECT h.part, (SELECT q.webhook_id FROM delivery_queue q
-                    WHERE q.partition = h.part AND q.lease_owner IS NULL AND q.webhook_id > h.hook
+    SELECT w.part, (SELECT q.webhook_id FROM delivery_queue q
+                    WHERE q.partition = w.part AND q.lease_owner IS NULL AND q.webhook_id > w.hook
                     ORDER BY q.webhook_id LIMIT 1)
-    FROM hooks h WHERE h.hook IS NOT NULL
-  ), rooms AS (
+    FROM walk w WHERE w.hook IS NOT NULL
+  )
+  SELECT array_agg(w.hook), array_agg(w.part) INTO hooks, hook_parts FROM walk w WHERE w.hook IS NOT NULL;
+  IF hooks IS NULL THEN
+    RETURN;
+  END IF;
+  RETURN QUERY
+  WITH rooms AS (
     SELECT h.part, h.hook, w.organization_id AS org,
            bound - (SELECT count(*)::integer FROM delivery_queue l
                     WHERE l.webhook_id = h.hook AND l.lease_owner IS NOT NULL) AS room
-    FROM hooks h JOIN webhooks w ON w.id = h.hook
+    FROM unnest(hooks, hook_parts) AS h(hook, part) JOIN webhooks w ON w.id = h.hook
   ), candidates AS (
     SELECT x.id AS delivery, x.next_retry_at AS due, x.event_id AS ev, r.org,
            row_number() OVER (PARTITION BY r.hook ORDER BY x.next_retry_at, x.event_id) AS k
@@ -334,7 +347,7 @@ BEGIN
          w.previous_secret, coalesce(w.previous_secret_until > now(), false), i.status = 'active', i.scopes,
          o.webhooks_enabled AND o.api_enabled, e.type, e.created_at, e.resource_type,
          e.resource_id, e.changes, e.previous_status, ep.booking, x.external_id,
-         w.consecutive_failures, NULL::integer
+         w.consecutive_failures, NULL::integer, NULL::smallint[]
   FROM picked p
   JOIN webhook_deliveries d ON d.id = p.delivery
   JOIN webhooks w ON w.id = d.webhook_id
@@ -345,15 +358,20 @@ BEGIN
   LEFT JOIN booking_external_ids x ON x.integration_id = w.integration_id AND x.booking_id = e.resource_id
   WHERE EXISTS (SELECT 1 FROM leased l WHERE l.id = p.delivery)
   ORDER BY p.pos;
-  -- Nothing claimed while this worker has attempts in flight: what is due in its partitions waits
-  -- for room (a webhook's bound, an organization's share) that those attempts free as they end,
-  -- not the next event committed.
-  IF NOT FOUND AND EXISTS (SELECT 1 FROM delivery_queue q WHERE q.lease_owner = worker) THEN
-    RETURN QUERY SELECT 'blocked'::text, NULL::uuid, NULL::uuid, NULL::uuid, NULL::integer, NULL::integer,
-           NULL::uuid, NULL::uuid, NULL::boolean, NULL::text, NULL::bytea, NULL::bytea,
-           NULL::boolean, NULL::boolean, NULL::text[], NULL::boolean, NULL::text, NULL::timestamptz,
-           NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, NULL::integer, NULL::integer;
-  END IF;
+  -- The partitions where deliveries are still due after this claim (they wait for room: a
+  -- webhook's bound, an organization's share, the caller's budget): the caller looks there again
+  -- when room frees, and need not walk the others.
+  RETURN QUERY
+  SELECT 'backlog'::text, NULL::uuid, NULL::uuid, NULL::uuid, NULL::integer, NULL::integer,
+         NULL::uuid, NULL::uuid, NULL::boolean, NULL::text, NULL::bytea, NULL::bytea,
+         NULL::boolean, NULL::boolean, NULL::text[], NULL::boolean, NULL::text, NULL::timestamptz,
+         NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, NULL::integer, NULL::integer,
+         array_agg(DISTINCT h.part)
+  FROM unnest(hooks, hook_parts) AS h(hook, part)
+  WHERE EXISTS (SELECT 1 FROM delivery_queue q
+                WHERE q.partition = h.part AND q.webhook_id = h.hook AND q.lease_owner IS NULL
+                  AND q.next_retry_at <= now())
+  HAVING count(*) > 0;
 END
 $$;
 

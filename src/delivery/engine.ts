@@ -86,14 +86,18 @@ export interface Exchanged {
   /** The outcomes written (the others' leases had ended). */
   written: Set<string>;
   tallies: Tally[];
-  /** Nothing claimed while the caller has attempts in flight: what is due waits for the room they free. */
-  blocked: boolean;
+  /** The partitions walked where deliveries are still due after the claim (they wait for room). */
+  backlog: number[];
 }
 
+/** A webhook's partition, as webhook_partition() in the database computes it: its id's last byte modulo 64. */
+export const partitionOf = (webhookId: string): number => Number.parseInt(webhookId.slice(-2), 16) % 64;
+
 type ExchangeRow = Claimed & {
-  kind: 'claimed' | 'written' | 'tally' | 'blocked';
+  kind: 'claimed' | 'written' | 'tally' | 'backlog';
   failures: number | null;
   failures_before: number | null;
+  partitions: number[] | null;
 };
 
 /** Bytes as a Buffer: the embedded database answers bytea with a plain Uint8Array. */
@@ -136,10 +140,10 @@ export async function exchange(
       `{${[...r.busy.values()].join(',')}}`,
     ],
   );
-  const done: Exchanged = { claimed: [], written: new Set(), tallies: [], blocked: false };
+  const done: Exchanged = { claimed: [], written: new Set(), tallies: [], backlog: [] };
   for (const row of rows) {
     if (row.kind === 'written') done.written.add(row.id);
-    else if (row.kind === 'blocked') done.blocked = true;
+    else if (row.kind === 'backlog') done.backlog = row.partitions ?? [];
     else if (row.kind === 'tally') {
       done.tallies.push({
         webhookId: row.webhook_id,

@@ -22,7 +22,14 @@ import type { SecretBox } from '../security/secrets.js';
 import { assignment } from './assignment.js';
 import { attempter } from './attempt.js';
 import { claimTiming } from './claim-timing.js';
-import { type Claimed, type Exchanged, exchange, giveBack } from './engine.js';
+import {
+  type Claimed,
+  type Exchanged,
+  exchange,
+  giveBack,
+  partitionOf,
+  releaseExpiredLeases,
+} from './engine.js';
 import { inFlight } from './in-flight.js';
 import type { DeliveryMetrics } from './metrics.js';
 import { countWritten, noticeAttempt, noticeTallies, type WebhookNotice } from './notices.js';
@@ -36,6 +43,13 @@ import type { Sender } from './send.js';
  * the writers (whose answers wait for their publish) for nothing.
  */
 export const LEFT_BEHIND_MS = 200;
+
+/**
+ * How often a worker gives back the leases that ended unrecorded and drops the booking snapshots
+ * no delivery needs (delivery_housekeeping): a lease lasts a minute, and a worker that died is
+ * handled by the beat within its own lease.
+ */
+const HOUSEKEEPING_MS = 5000;
 
 export interface WorkerDeps {
   /** Notifications and the publisher. */
@@ -79,14 +93,16 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   const wakeup = bell();
   let stopping = false;
   let publishAt = 0;
+  let housekeepingAt = 0;
   let gathering: NodeJS.Timeout | null = null;
   const claims = claimTiming(config);
 
   const unlisten = await Promise.all([
     // Deliveries queued: the notification names their partitions (none: look anyway).
     db.listen('svc_deliveries', (partitions) => {
-      if (partitions === undefined || partitions.split(',').some((p) => assigned.owns(Number(p)))) {
-        claims.announced();
+      const named = partitions?.split(',').map(Number);
+      if (named === undefined || named.some((p) => assigned.owns(p))) {
+        claims.announced(named);
         wakeup.ring();
       }
     }),
@@ -106,7 +122,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   function ended(claimed: Claimed, outcome: Ended) {
     batch.add(outcome);
     running.end(claimed);
-    claims.roomFreed();
+    claims.roomFreed(partitionOf(claimed.webhook_id));
     if (config.batchMs === 0) return wakeup.ring();
     gathering ??= setTimeout(() => {
       gathering = null;
@@ -137,6 +153,10 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       if (assigned.partitions.join() !== had) claims.roomFreed();
       metrics?.partitions.set(assigned.partitions.length);
     }
+    if (now() >= housekeepingAt) {
+      housekeepingAt = now() + HOUSEKEEPING_MS;
+      await releaseExpiredLeases(engine);
+    }
     if (now() >= publishAt) {
       publishAt = now() + config.pollMs;
       const published = await publishEvents(db, { wait: false, olderThanMs: LEFT_BEHIND_MS });
@@ -145,9 +165,9 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     const outcomes = batch.take(now());
     // With its budget full it claims nothing now: an attempt that ends calls for the next claim.
     const wanted = !stopping && claims.due(now());
-    const take = wanted ? running.free() : 0;
-    if (wanted) claims.begin(now());
-    if (outcomes.length > 0 || take > 0) await exchangeNow(outcomes, take);
+    const walk = wanted ? claims.begin(now(), assigned.partitions, inFlightPartitions()) : [];
+    const take = walk.length > 0 ? running.free() : 0;
+    if (outcomes.length > 0 || take > 0) await exchangeNow(outcomes, take, walk);
     metrics?.inFlight.set(running.size);
     return Math.max(
       1,
@@ -155,15 +175,20 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     );
   }
 
-  async function exchangeNow(outcomes: Ended[], take: number) {
+  /** The partitions of the webhooks with attempts in flight: room frees there. */
+  function* inFlightPartitions() {
+    for (const webhook of running.webhooks()) yield partitionOf(webhook);
+  }
+
+  async function exchangeNow(outcomes: Ended[], take: number, walk: readonly number[]) {
     const claimedAt = now();
     let result: Exchanged;
     try {
       result = await exchange(engine, outcomes, {
         worker: assigned.worker.id,
         leaseMs: config.leaseMs,
-        partitions: assigned.partitions,
-        take: assigned.partitions.length > 0 ? take : 0,
+        partitions: walk,
+        take,
         bound: config.concurrencyPerWebhook,
         budget: config.concurrency,
         busy: running.byOrganization(),
@@ -176,13 +201,13 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       return;
     }
     batch.written();
-    if (take > 0 && assigned.partitions.length > 0) metrics?.claims.inc();
+    if (take > 0) metrics?.claims.inc();
     const written = outcomes.filter((o) => result.written.has(o.claimed.id));
     countWritten(metrics, written);
     for (const o of written) {
       if (o.recorded.nextRetryInMs !== null) claims.retryAt(now() + o.recorded.nextRetryInMs);
     }
-    if (take > 0) claims.end(now(), result.blocked && result.claimed.length === 0);
+    if (take > 0) claims.end(now(), result.claimed.length, result.backlog);
     noticeTallies(logger, metrics, result.tallies, deps.notify);
     for (const claimed of result.claimed) start(claimed, claimedAt + config.leaseMs);
   }
@@ -212,7 +237,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       await running.settle(graceMs);
       if (gathering) clearTimeout(gathering);
       const left = batch.unwritten();
-      if (left.length > 0) await exchangeNow(left, 0);
+      if (left.length > 0) await exchangeNow(left, 0, []);
       const unfinished = running.ids();
       if (unfinished.length > 0) {
         await giveBack(engine, assigned.worker.id, unfinished, 'el proceso se detuvo').catch((error) =>

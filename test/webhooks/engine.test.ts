@@ -11,6 +11,7 @@ import {
   giveBack,
   leave,
   type Outcome,
+  partitionOf,
   releaseExpiredLeases,
 } from '../../src/delivery/engine.js';
 import { publishEvents } from '../../src/delivery/publish.js';
@@ -157,7 +158,9 @@ test('a claim counts the leases a previous owner still holds against the webhook
   const full = await exchange(q, [], claim({ worker: owner }));
   assert.equal(full.claimed.length, 0);
   assert.equal(await releaseExpiredLeases(q), 0, 'leases still running are left alone');
-  assert.equal(full.blocked, true, 'nothing taken with attempts in flight: the rest waits for room');
+  const [p] = await q.query<{ p: number }>('SELECT webhook_partition($1) AS p', [hook.id]);
+  assert.deepEqual(full.backlog, [p?.p], 'deliveries are due there, waiting for room');
+  assert.equal(partitionOf(hook.id), p?.p, 'the worker computes the partition as the database does');
   // The previous owner's attempt ends: its slot is free again.
   const after = await exchange(q, before.claimed.map(succeededOutcome), claim({ take: 0 }));
   assert.deepEqual([...after.written], [before.claimed[0]?.id]);
@@ -171,7 +174,7 @@ test('a claim takes only from the partitions it is given', async () => {
   const others = ALL.filter((x) => x !== p?.p);
   const elsewhere = await exchange(q, [], claim({ partitions: others }));
   assert.equal(elsewhere.claimed.length, 0);
-  assert.equal(elsewhere.blocked, false, 'nothing is due in those partitions');
+  assert.deepEqual(elsewhere.backlog, [], 'nothing is due in those partitions');
   assert.equal((await exchange(q, [], claim({ partitions: [p?.p as number] }))).claimed.length, 1);
 });
 
