@@ -5,32 +5,19 @@
 // entered once on the page, reaches the running server and shows its 200. Screenshots are left in
 // test/artifacts/ (kept in git) to look at.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { chromium } from 'playwright-core';
+import { launchChromium, needsChromium } from '../support/browser.js';
 import { serviceForFile } from '../support/context.js';
 import { createTenant } from '../support/tenants.js';
 
-const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find(
-  (path): path is string => Boolean(path && existsSync(path)),
-);
 const ARTIFACTS = new URL('../artifacts/', import.meta.url);
 const screenshot = (name: string) => new URL(name, ARTIFACTS).pathname;
-// Without these, chromium's own connections (updates, sync) are refused on a closed network.
-const ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const VIEWPORT = { width: 1280, height: 800 };
 
 test('the reference page searches, shows GET /bookings in little room and its "try it" calls the server', {
-  skip: CHROMIUM ? false : 'no chromium here (.ci/run installs it)',
+  ...needsChromium,
   timeout: 180_000,
 }, async (t) => {
   const svc = await serviceForFile();
@@ -38,7 +25,7 @@ test('the reference page searches, shows GET /bookings in little room and its "t
   await svc.api.listen({ host: '127.0.0.1', port: 0 });
   const base = `http://127.0.0.1:${(svc.api.server.address() as AddressInfo).port}`;
 
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+  const browser = await launchChromium();
   t.after(() => browser.close());
   const page = await browser.newPage({ viewport: VIEWPORT });
   const elsewhere: string[] = [];

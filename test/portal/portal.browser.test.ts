@@ -5,29 +5,17 @@
 // a used link and an expired session are refused. Screenshots are left in test/artifacts/.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
+import { launchChromium, needsChromium } from '../support/browser.js';
 import { putBooking } from '../support/feed.js';
 import { issuePortal } from '../support/portal.js';
 import { expectOk } from '../support/tenants.js';
 import { createWebhook, webhookHarness, webhookTenant } from '../support/webhooks.js';
 
-const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find(
-  (path): path is string => Boolean(path && existsSync(path)),
-);
 const ARTIFACTS = new URL('../artifacts/', import.meta.url);
-// Without these, Chromium keeps calling out of this closed network at every start.
-const QUIET = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 // A failed attempt waits a minute before the next: the failing delivery stays on screen as failed.
 const SLOW_RETRIES = '60,120,240,480,960,1920,3840';
 
@@ -35,7 +23,7 @@ const shot = (page: Page, name: string) =>
   page.screenshot({ path: new URL(name, ARTIFACTS).pathname, fullPage: true });
 
 test('an integrator opens the portal, sees a failing delivery, sends a test, pauses, rotates, filters', {
-  skip: CHROMIUM ? false : 'no chromium here (.ci/run installs it)',
+  ...needsChromium,
   timeout: 180_000,
 }, async (t) => {
   const { svc, receiver } = await webhookHarness({ SVC_WEBHOOK_RETRY_SCHEDULE: SLOW_RETRIES });
@@ -54,7 +42,7 @@ test('an integrator opens the portal, sees a failing delivery, sends a test, pau
   const link = async () => `${base}/portal#token=${(await issuePortal(svc, tenant.integration.id)).token}`;
 
   // Playwright gives the browser a new, empty profile of its own.
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: QUIET });
+  const browser = await launchChromium();
   t.after(() => browser.close());
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const elsewhere: string[] = [];
