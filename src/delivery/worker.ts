@@ -1,10 +1,11 @@
 // The delivery worker, the same in `svc serve` (on the embedded database or a server) and in every
-// `svc worker`: peers, no leader. Its state is three named parts:
+// `svc worker`: peers, no leader. Its state is four named parts:
 //   - its assignment (assignment.ts): the partitions of the webhooks it owns, kept by a beat;
 //   - its attempts in flight (in-flight.ts): its budget, and what each organization holds of it;
-//   - its batch of outcomes (outcomes.ts): attempts that ended, waiting for the next exchange.
-// One loop of rounds. A round beats when a beat is due, publishes what writers left in the
-// outbox when that is due, then exchanges: writes the batch of outcomes and claims deliveries of the
+//   - its batch of outcomes (outcomes.ts): attempts that ended, waiting for the next exchange;
+//   - its claim timing (claim-timing.ts): when the next claim is called for, and where to look.
+// One loop of rounds. A round beats when a beat is due, gives back ended leases every few seconds,
+// publishes what writers left in the outbox when that is due, then exchanges: writes the batch of outcomes and claims deliveries of the
 // webhooks it owns for its free budget, in one statement (delivery_exchange in src/db/engine.sql).
 // Each claimed delivery is attempted at once, with no transaction open (attempt.ts); nothing is
 // claimed ahead, so a lease always stands for an attempt that was sent.
