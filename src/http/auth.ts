@@ -28,14 +28,8 @@ export interface Identity {
   scopes: Scope[];
 }
 
-interface IdentityRow {
-  key_id: string;
-  key_name: string | null;
-  prefix: string;
-  environment: Environment;
-  expires_at: Date | null;
-  revoked_at: Date | null;
-  key_scopes: string[];
+/** The integration and organization an identity belongs to, as the identity statements read them. */
+export interface IntegrationRow {
   integration_id: string;
   integration_name: string;
   kind: IntegrationKind;
@@ -49,12 +43,40 @@ interface IdentityRow {
   outbox_enabled: boolean;
 }
 
+interface IdentityRow extends IntegrationRow {
+  key_id: string;
+  key_name: string | null;
+  prefix: string;
+  environment: Environment;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+  key_scopes: string[];
+}
+
+/** The columns of IntegrationRow, from `integrations i` and `organizations o`. */
+export const INTEGRATION_COLUMNS = `
+  i.id AS integration_id, i.name AS integration_name, i.kind, i.status, i.scopes AS integration_scopes,
+  o.id AS organization_id, o.code, o.name AS organization_name,
+  o.api_enabled, o.webhooks_enabled, o.outbox_enabled`;
+
+/** The integration and organization of an identity, from its row. */
+export function integrationOf(r: IntegrationRow): Pick<Identity, 'integration' | 'organization'> {
+  return {
+    integration: { id: r.integration_id, name: r.integration_name, kind: r.kind, status: r.status },
+    organization: {
+      id: r.organization_id,
+      code: r.code,
+      name: r.organization_name,
+      apiEnabled: r.api_enabled,
+      webhooksEnabled: r.webhooks_enabled,
+      outboxEnabled: r.outbox_enabled,
+    },
+  };
+}
+
 const IDENTITY_SQL = `
   SELECT k.id AS key_id, k.name AS key_name, k.prefix, k.environment, k.expires_at, k.revoked_at,
-         k.scopes AS key_scopes,
-         i.id AS integration_id, i.name AS integration_name, i.kind, i.status, i.scopes AS integration_scopes,
-         o.id AS organization_id, o.code, o.name AS organization_name,
-         o.api_enabled, o.webhooks_enabled, o.outbox_enabled
+         k.scopes AS key_scopes, ${INTEGRATION_COLUMNS}
   FROM api_keys k
   JOIN integrations i ON i.id = k.integration_id
   JOIN organizations o ON o.id = i.organization_id
@@ -70,15 +92,7 @@ function toIdentity(r: IdentityRow): Identity {
       expiresAt: r.expires_at,
       revokedAt: r.revoked_at,
     },
-    integration: { id: r.integration_id, name: r.integration_name, kind: r.kind, status: r.status },
-    organization: {
-      id: r.organization_id,
-      code: r.code,
-      name: r.organization_name,
-      apiEnabled: r.api_enabled,
-      webhooksEnabled: r.webhooks_enabled,
-      outboxEnabled: r.outbox_enabled,
-    },
+    ...integrationOf(r),
     scopes: effectiveScopes(r.key_scopes, r.integration_scopes),
   };
 }

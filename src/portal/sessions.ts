@@ -5,8 +5,8 @@
 import { hash, randomBytes, randomUUID } from 'node:crypto';
 import type { Environment } from '../config.js';
 import type { Queryable } from '../db/db.js';
-import type { Identity } from '../http/auth.js';
-import { effectiveScopes, type IntegrationKind, type Scope } from '../http/scopes.js';
+import { type Identity, INTEGRATION_COLUMNS, type IntegrationRow, integrationOf } from '../http/auth.js';
+import { effectiveScopes, type Scope } from '../http/scopes.js';
 
 /** What a portal may do: read its webhooks, their deliveries and the event log; manage its webhooks. */
 export const PORTAL_SCOPES = ['webhooks:read', 'webhooks:write', 'events:read'] as const;
@@ -62,28 +62,14 @@ export async function openSession(
   return row ? { cookie, expiresAt: row.expires_at } : null;
 }
 
-interface SessionRow {
+interface SessionRow extends IntegrationRow {
   id: string;
   expires_at: Date;
   scopes: string[];
-  integration_id: string;
-  integration_name: string;
-  kind: IntegrationKind;
-  status: 'active' | 'disabled' | 'revoked';
-  integration_scopes: string[];
-  organization_id: string;
-  code: string;
-  organization_name: string;
-  api_enabled: boolean;
-  webhooks_enabled: boolean;
-  outbox_enabled: boolean;
 }
 
 const SESSION_SQL = `
-  SELECT s.id, s.expires_at, s.scopes,
-         i.id AS integration_id, i.name AS integration_name, i.kind, i.status, i.scopes AS integration_scopes,
-         o.id AS organization_id, o.code, o.name AS organization_name,
-         o.api_enabled, o.webhooks_enabled, o.outbox_enabled
+  SELECT s.id, s.expires_at, s.scopes, ${INTEGRATION_COLUMNS}
   FROM portal_sessions s
   JOIN integrations i ON i.id = s.integration_id
   JOIN organizations o ON o.id = i.organization_id
@@ -110,15 +96,7 @@ export async function sessionIdentity(
       expiresAt: r.expires_at,
       revokedAt: null,
     },
-    integration: { id: r.integration_id, name: r.integration_name, kind: r.kind, status: r.status },
-    organization: {
-      id: r.organization_id,
-      code: r.code,
-      name: r.organization_name,
-      apiEnabled: r.api_enabled,
-      webhooksEnabled: r.webhooks_enabled,
-      outboxEnabled: r.outbox_enabled,
-    },
+    ...integrationOf(r),
     scopes: effectiveScopes(r.scopes, r.integration_scopes),
   };
 }
