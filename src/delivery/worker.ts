@@ -111,8 +111,11 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       assigned.soon();
       wakeup.ring();
     }),
+    // An event committed: looked for once it may have been left behind. One wake-up covers every
+    // commit until then (at 200 events/s, one timer instead of 200 a second).
     db.listen('svc_outbox', () => {
-      publishAt = Math.min(publishAt, now() + LEFT_BEHIND_MS);
+      if (publishAt <= now() + LEFT_BEHIND_MS) return;
+      publishAt = now() + LEFT_BEHIND_MS;
       setTimeout(wakeup.ring, LEFT_BEHIND_MS).unref();
     }),
   ]);
