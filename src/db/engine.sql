@@ -1,6 +1,6 @@
 -- The delivery engine's functions, whole. `svc migrate` (and `svc serve` as it starts) applies this
 -- file after the migrations, every time it changed: the definitions here are the ones in force.
--- The tables are the migrations' (003, 014, 015, 017).
+-- The tables are the migrations' (003, 014, 015, 017, 020).
 --
 -- The engine in four steps:
 --   1. A writer commits a booking change: a trigger puts its event in event_outbox. The writer (or a
@@ -8,10 +8,11 @@
 --      out to the subscribed webhooks as deliveries, each with a row in delivery_queue.
 --   2. Every worker beats (delivery_worker_beat): the 64 partitions of the webhooks are divided among
 --      the live workers, each partition owned by one at a time.
---   3. A worker exchanges (delivery_exchange): writes the outcomes of its attempts that ended, then
---      leases due deliveries of the webhooks it owns, fairly, within each webhook's bound.
---   4. Leases whose worker died or hung go back to the queue (delivery_give_back), the attempt
---      under way counted: the receiver may have had it.
+--   3. A worker exchanges (delivery_exchange): writes which of its leases it sent and the outcomes of
+--      its attempts that ended, then leases due deliveries of the webhooks it owns, fairly, ahead of
+--      its attempts.
+--   4. Leases whose worker died, hung or stopped go back to the queue (delivery_give_back), the
+--      attempt counted when it was sent: the receiver may have had it.
 
 -- An event id that sorts like the event: the stamp's milliseconds, then the position in its batch,
 -- then randomness (the layout of a version-7 UUID; the variant bits are gen_random_uuid()'s). Events
@@ -98,14 +99,12 @@ $$;
 
 ALTER FUNCTION publish_outbox(integer, boolean) SET enable_seqscan = off;
 
--- What a worker may take of a webhook, counted from the queue. Otherwise as in migration 012.
-
 -- 2. A worker's beat: it says it lives, workers whose beat stopped for `lease_ms` are dead (their
 -- partitions free, their leases given back), and the partitions are divided among the live ones:
 -- each takes floor(64 / live), the first 64 mod live of them (by id) one more. A worker above its
 -- share frees partitions at once; one below takes free ones. A partition is taken only when free,
--- so each webhook has one owner at a time; attempts still in flight of a previous owner count
--- against the webhook's bound in the next owner's claims (delivery_exchange). Beats take turns
+-- so each webhook has one owner at a time; a webhook whose previous owner still holds leases is not
+-- claimed until they end (delivery_exchange), so its bound holds across the handover. Beats take turns
 -- under a lock of this schema's: a division is read and written whole.
 CREATE OR REPLACE FUNCTION delivery_worker_beat(worker uuid, host text, pid integer, build text, lease_ms integer)
 RETURNS smallint[]
@@ -175,7 +174,12 @@ LANGUAGE sql AS $$
   SELECT pg_notify('svc_workers', current_schema());
 $$;
 
--- 3. Outcomes written, then deliveries claimed, in one transaction.
+-- 3. What the caller sent, gave up and finished written, then deliveries claimed, in one transaction.
+--
+-- `sent_leases`: leases the caller sends next (it starts none before the database has heard so): a
+-- lease given back by anyone else counts as an attempt only when it was. `released_leases`: leases
+-- it claimed ahead and did not send (it lost the webhook's partition, the webhook went inactive,
+-- the lease came too near its end, it is stopping): due again as they were, uncounted.
 --
 -- `outcomes`: a JSON array of {id, token, status, max_attempts, retry_ms, http_status, error,
 -- duration_ms, counts, blames, ord}, in the order the attempts ended. An outcome is written only
@@ -187,15 +191,17 @@ $$;
 -- move it. The last final delivery of an event drops the booking kept for its bodies: personal data
 -- is not kept longer than a delivery needs it.
 --
--- Then the claim: of the partitions `parts` (the caller's own, all of them or those where it knows
--- of work), the webhooks with waiting deliveries
--- (one index probe each, however deep a backlog), of each its oldest due deliveries up to its
--- bound `bound` less the leases it has (any worker's: a previous owner's attempts still in flight
--- count); then taken in turns across organizations (every organization's first before any's
--- second), no organization above its fair share of the caller's `budget` (the budget divided among
--- the organizations with attempts in flight, `busy_orgs`/`busy_counts`, or deliveries due, and
--- never above seven eighths of it, so a newcomer finds room beside a tenant whose receivers hang),
--- `take` in all. Each candidate is locked as its index is read (SKIP LOCKED).
+-- Then the claim, ahead of the caller's attempts (it queues what it claims per webhook and starts
+-- each within the webhook's bound): of the partitions `parts` (the caller's own, all of them or
+-- those where it knows of work), the webhooks with waiting deliveries (one index probe each,
+-- however deep a backlog) and no lease of another worker's (a previous owner's attempts still in
+-- flight), of each its oldest due deliveries up to `hold` leases, the first of them armed (sent
+-- next) while its sent leases stay within its bound `bound`; then taken in turns across
+-- organizations (every organization's first before any's second), no organization above its fair
+-- share of the caller's `budget` (the budget divided among the organizations it holds leases of,
+-- `busy_orgs`/`busy_counts`, or with deliveries due, and never above seven eighths of it, so a
+-- newcomer finds room beside a tenant whose receivers hang), `take` in all. Each candidate is locked
+-- as its index is read (SKIP LOCKED).
 --
 -- Rows answered: first a 'written' row for each outcome written (its lease still held) and a
 -- 'tally' row for each webhook whose failure count the outcomes changed (the count before and
@@ -203,15 +209,16 @@ $$;
 -- their attempts, with all its attempt needs; last, when deliveries are still due in the partitions
 -- walked, one 'backlog' row naming those partitions.
 CREATE OR REPLACE FUNCTION delivery_exchange(
-  worker uuid, token uuid, lease_ms integer, outcomes jsonb, disable_at integer,
-  parts smallint[], take integer, bound integer, budget integer, busy_orgs uuid[], busy_counts integer[]
+  worker uuid, token uuid, lease_ms integer, sent_leases uuid[], released_leases uuid[], outcomes jsonb, disable_at integer,
+  parts smallint[], take integer, hold integer, bound integer, budget integer, busy_orgs uuid[],
+  busy_counts integer[]
 ) RETURNS TABLE (
   kind text, id uuid, webhook_id uuid, event_id uuid, attempt integer, replayed_from integer,
   organization_id uuid, integration_id uuid, webhook_active boolean, url text, secret bytea,
   previous_secret bytea, previous_valid boolean, integration_active boolean, scopes text[],
   webhooks_enabled boolean, event_type text, event_created_at timestamptz, resource_type text,
   resource_id uuid, changes text[], previous_status text, booking jsonb, link_external_id text,
-  failures integer, failures_before integer, partitions smallint[]
+  failures integer, failures_before integer, partitions smallint[], armed boolean
 )
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -219,6 +226,13 @@ DECLARE
   hooks uuid[];
   hook_parts smallint[];
 BEGIN
+  IF cardinality(sent_leases) > 0 THEN
+    UPDATE delivery_queue q SET sent = true WHERE q.id = ANY (sent_leases) AND q.lease_owner = worker;
+  END IF;
+  IF cardinality(released_leases) > 0 THEN
+    UPDATE delivery_queue q SET lease_owner = NULL, lease_token = NULL, lease_until = NULL, sent = false
+    WHERE q.id = ANY (released_leases) AND q.lease_owner = worker;
+  END IF;
   IF jsonb_array_length(outcomes) > 0 THEN
     RETURN QUERY
     WITH r AS (
@@ -226,7 +240,7 @@ BEGIN
         id uuid, token uuid, status text, max_attempts integer, retry_ms float8, http_status integer,
         error text, duration_ms integer, counts boolean, blames boolean, ord integer)
     ), requeued AS (
-      UPDATE delivery_queue q SET lease_owner = NULL, lease_token = NULL, lease_until = NULL,
+      UPDATE delivery_queue q SET lease_owner = NULL, lease_token = NULL, lease_until = NULL, sent = false,
         next_retry_at = now() + make_interval(secs => coalesce(r.retry_ms, 0) / 1000)
       FROM r WHERE q.id = r.id AND q.lease_token = r.token AND r.status = 'failed'
       RETURNING q.id
@@ -277,13 +291,13 @@ BEGIN
     SELECT 'written'::text, d.id, d.webhook_id, d.event_id, NULL::integer, NULL::integer,
            NULL::uuid, NULL::uuid, NULL::boolean, NULL::text, NULL::bytea, NULL::bytea,
            NULL::boolean, NULL::boolean, NULL::text[], NULL::boolean, NULL::text, NULL::timestamptz,
-           NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, NULL::integer, NULL::integer, NULL::smallint[]
+           NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, NULL::integer, NULL::integer, NULL::smallint[], NULL::boolean
     FROM d
     UNION ALL
     SELECT 'tally'::text, NULL::uuid, h.id, NULL::uuid, NULL::integer, NULL::integer,
            h.organization_id, h.integration_id, h.active, NULL::text, NULL::bytea, NULL::bytea,
            NULL::boolean, NULL::boolean, NULL::text[], NULL::boolean, NULL::text, NULL::timestamptz,
-           NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, h.after, h.before, NULL::smallint[]
+           NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, h.after, h.before, NULL::smallint[], NULL::boolean
     FROM h;
   END IF;
 
@@ -309,12 +323,14 @@ BEGIN
   END IF;
   RETURN QUERY
   WITH rooms AS (
-    SELECT h.part, h.hook, w.organization_id AS org,
-           bound - (SELECT count(*)::integer FROM delivery_queue l
-                    WHERE l.webhook_id = h.hook AND l.lease_owner IS NOT NULL) AS room
+    SELECT h.part, h.hook, w.organization_id AS org, hold - l.n AS room, bound - l.sent AS slots
     FROM unnest(hooks, hook_parts) AS h(hook, part) JOIN webhooks w ON w.id = h.hook
+    CROSS JOIN LATERAL (SELECT count(*)::integer AS n, count(*) FILTER (WHERE x.sent)::integer AS sent,
+                               coalesce(bool_or(x.lease_owner <> worker), false) AS others
+                        FROM delivery_queue x WHERE x.webhook_id = h.hook AND x.lease_owner IS NOT NULL) l
+    WHERE NOT l.others
   ), candidates AS (
-    SELECT x.id AS delivery, x.next_retry_at AS due, x.event_id AS ev, r.org,
+    SELECT x.id AS delivery, x.next_retry_at AS due, x.event_id AS ev, r.org, r.slots,
            row_number() OVER (PARTITION BY r.hook ORDER BY x.next_retry_at, x.event_id) AS k
     FROM rooms r CROSS JOIN LATERAL (
       SELECT q.id, q.next_retry_at, q.event_id FROM delivery_queue q
@@ -330,7 +346,7 @@ BEGIN
                              budget - ceil(budget / 8.0)::integer)) AS fair
     FROM (SELECT c.org FROM candidates c UNION SELECT b.org FROM busy b) o
   ), picked AS (
-    SELECT t.delivery, row_number() OVER (ORDER BY t.turn, t.due, t.ev) AS pos
+    SELECT t.delivery, t.k <= t.slots AS armed, row_number() OVER (ORDER BY t.turn, t.due, t.ev) AS pos
     FROM (SELECT c.*, row_number() OVER (PARTITION BY c.org ORDER BY c.k, c.due, c.ev) AS turn
           FROM candidates c) t
     LEFT JOIN busy b ON b.org = t.org
@@ -338,7 +354,8 @@ BEGIN
     ORDER BY pos LIMIT take
   ), leased AS (
     UPDATE delivery_queue q
-    SET lease_owner = worker, lease_token = token, lease_until = now() + make_interval(secs => lease_ms / 1000.0)
+    SET lease_owner = worker, lease_token = token, lease_until = now() + make_interval(secs => lease_ms / 1000.0),
+        sent = p.armed
     FROM picked p WHERE q.id = p.delivery
     RETURNING q.id
   )
@@ -347,7 +364,7 @@ BEGIN
          w.previous_secret, coalesce(w.previous_secret_until > now(), false), i.status = 'active', i.scopes,
          o.webhooks_enabled AND o.api_enabled, e.type, e.created_at, e.resource_type,
          e.resource_id, e.changes, e.previous_status, ep.booking, x.external_id,
-         w.consecutive_failures, NULL::integer, NULL::smallint[]
+         w.consecutive_failures, NULL::integer, NULL::smallint[], p.armed
   FROM picked p
   JOIN webhook_deliveries d ON d.id = p.delivery
   JOIN webhooks w ON w.id = d.webhook_id
@@ -366,7 +383,7 @@ BEGIN
          NULL::uuid, NULL::uuid, NULL::boolean, NULL::text, NULL::bytea, NULL::bytea,
          NULL::boolean, NULL::boolean, NULL::text[], NULL::boolean, NULL::text, NULL::timestamptz,
          NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, NULL::integer, NULL::integer,
-         array_agg(DISTINCT h.part)
+         array_agg(DISTINCT h.part), NULL::boolean
   FROM unnest(hooks, hook_parts) AS h(hook, part)
   WHERE EXISTS (SELECT 1 FROM delivery_queue q
                 WHERE q.partition = h.part AND q.webhook_id = h.hook AND q.lease_owner IS NULL
@@ -376,20 +393,21 @@ END
 $$;
 
 -- The claim reads by key however small the queue was when its plan was made.
-ALTER FUNCTION delivery_exchange(uuid, uuid, integer, jsonb, integer, smallint[], integer, integer, integer, uuid[], integer[])
+ALTER FUNCTION delivery_exchange(uuid, uuid, integer, uuid[], uuid[], jsonb, integer, smallint[], integer, integer, integer, integer, uuid[], integer[])
   SET enable_seqscan = off;
 -- A webhook's leases are counted by a plain index scan, which marks the dead entries of ended
 -- leases as it meets them; a bitmap scan would read them all again at every claim.
-ALTER FUNCTION delivery_exchange(uuid, uuid, integer, jsonb, integer, smallint[], integer, integer, integer, uuid[], integer[])
+ALTER FUNCTION delivery_exchange(uuid, uuid, integer, uuid[], uuid[], jsonb, integer, smallint[], integer, integer, integer, integer, uuid[], integer[])
   SET enable_bitmapscan = off;
 
--- 4. Leases given back, the attempt under way counted (the receiver may have had it): due again at
--- once, or dead if that was the delivery's last attempt. `why` goes in last_error. A lease whose
--- outcome is being written at that moment is the writer's (SKIP LOCKED).
+-- 4. Leases given back: due again at once. A lease whose attempt was sent (the worker said so in an
+-- exchange) counts as an attempt, the receiver may have had it, and is dead if that was the
+-- delivery's last; one never sent is as it was before its claim. `why` goes in last_error. A lease
+-- whose outcome is being written at that moment is the writer's (SKIP LOCKED).
 CREATE OR REPLACE FUNCTION delivery_give_back(ids uuid[], why text) RETURNS integer
 LANGUAGE sql AS $$
   WITH leases AS (
-    SELECT q.id FROM delivery_queue q
+    SELECT q.id, q.sent FROM delivery_queue q
     WHERE q.id = ANY (ids) AND q.lease_owner IS NOT NULL
     FOR UPDATE SKIP LOCKED
   ), given AS (
@@ -397,13 +415,15 @@ LANGUAGE sql AS $$
       status = CASE WHEN d.attempt + 1 >= d.max_attempts THEN 'dead' ELSE 'failed' END,
       next_retry_at = CASE WHEN d.attempt + 1 >= d.max_attempts THEN NULL ELSE now() END,
       attempt = d.attempt + 1, last_status = NULL, last_error = 'intento interrumpido: ' || why
-    FROM leases l WHERE d.id = l.id
+    FROM leases l WHERE d.id = l.id AND l.sent
     RETURNING d.id, d.status
   ), requeued AS (
-    UPDATE delivery_queue q SET lease_owner = NULL, lease_token = NULL, lease_until = NULL, next_retry_at = now()
-    FROM given g WHERE q.id = g.id AND g.status <> 'dead'
+    UPDATE delivery_queue q SET lease_owner = NULL, lease_token = NULL, lease_until = NULL, sent = false,
+      next_retry_at = CASE WHEN l.sent THEN now() ELSE q.next_retry_at END
+    FROM leases l
+    WHERE q.id = l.id AND NOT EXISTS (SELECT 1 FROM given g WHERE g.id = l.id AND g.status = 'dead')
   ), ended AS (
     DELETE FROM delivery_queue q USING given g WHERE q.id = g.id AND g.status = 'dead'
   )
-  SELECT count(*)::integer FROM given
+  SELECT count(*)::integer FROM leases
 $$;

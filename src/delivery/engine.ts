@@ -36,6 +36,8 @@ export interface Claimed extends AttemptContext {
   replayed_from: number;
   /** The lease of this claim: its outcome is written only while the lease holds. */
   lease_token: string;
+  /** The database has heard that it is sent next (a slot of its webhook was free). */
+  armed: boolean;
 }
 
 export interface Recorded {
@@ -69,15 +71,21 @@ export interface Tally {
 export interface ClaimRequest {
   worker: string;
   leaseMs: number;
+  /** Leases the worker sends next: a lease given back counts as an attempt only once armed. */
+  armed: readonly string[];
+  /** Leases claimed ahead that were not sent: back to the queue uncounted. */
+  released: readonly string[];
   /** The partitions the worker owns (its assignment). */
   partitions: readonly number[];
-  /** Deliveries wanted at most (the worker's free budget). */
+  /** Deliveries wanted at most. */
   take: number;
-  /** Attempts in flight per webhook. */
+  /** Leases of one webhook at most. */
+  hold: number;
+  /** Attempts in flight of one webhook at most: the claim arms what its free slots take. */
   bound: number;
-  /** The worker's whole budget of attempts in flight. */
+  /** The leases the worker may hold in all (its organizations' fair shares are of this). */
   budget: number;
-  /** The worker's attempts in flight by organization. */
+  /** The leases the worker holds, by organization. */
   busy: ReadonlyMap<string, number>;
 }
 
@@ -125,15 +133,18 @@ export async function exchange(
   }));
   const token = randomUUID();
   const rows = await q.query<ExchangeRow>(
-    'SELECT * FROM delivery_exchange($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
+    'SELECT * FROM delivery_exchange($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)',
     [
       r.worker,
       token,
       r.leaseMs,
+      `{${r.armed.join(',')}}`,
+      `{${r.released.join(',')}}`,
       JSON.stringify(written),
       CONSECUTIVE_FAILURES_TO_DISABLE,
       `{${r.partitions.join(',')}}`,
       r.take,
+      r.hold,
       r.bound,
       r.budget,
       `{${[...r.busy.keys()].join(',')}}`,
@@ -187,7 +198,7 @@ export async function leave(q: Queryable, worker: string): Promise<void> {
 
 /**
  * Gives back this worker's leases of `ids` (a worker stopping with attempts still in flight): the
- * attempts count, the deliveries are due again at once.
+ * attempts count when they were sent, the deliveries are due again at once.
  */
 export async function giveBack(q: Queryable, worker: string, ids: readonly string[], why: string) {
   if (ids.length === 0) return 0;

@@ -1,19 +1,22 @@
 // The delivery worker, the same in `svc serve` (on the embedded database or a server) and in every
 // `svc worker`: peers, no leader. Its state is four named parts:
 //   - its assignment (assignment.ts): the partitions of the webhooks it owns, kept by a beat;
-//   - its attempts in flight (in-flight.ts): its budget, and what each organization holds of it;
+//   - its local queue (local-queue.ts): the deliveries it claimed, queued per webhook, and the
+//     attempts in flight, started within its budget, each webhook's bound and each organization's share;
 //   - its batch of outcomes (outcomes.ts): attempts that ended, waiting for the next exchange;
 //   - its claim timing (claim-timing.ts): when the next claim is called for, and where to look.
 // One loop of rounds. A round beats when a beat is due, gives back ended leases every few seconds,
-// publishes what writers left in the outbox when that is due, then exchanges: writes the batch of outcomes and claims deliveries of the
-// webhooks it owns for its free budget, in one statement (delivery_exchange in src/db/engine.sql).
-// Each claimed delivery is attempted at once, with no transaction open (attempt.ts); nothing is
-// claimed ahead, so a lease always stands for an attempt that was sent.
+// publishes what writers left in the outbox when that is due, then exchanges: tells the database
+// which leases it sent or let go, writes the batch of outcomes and claims deliveries of the
+// webhooks it owns, ahead of its attempts, in one statement (delivery_exchange in src/db/engine.sql).
+// An attempt starts as soon as its slot frees, with no transaction open (attempt.ts); a lease given
+// back counts as an attempt only if the database heard it was sent.
 //
 // Rounds come when something calls for one: a notification (deliveries queued, an event left in
-// the outbox, a worker joining or leaving), an attempt that ended (after SVC_WEBHOOK_BATCH_MS, so
-// the outcomes of attempts ending together share a statement), a retry falling due, a beat due, and
-// at the latest every SVC_WEBHOOK_POLL_MS, which covers a notification lost with its connection.
+// the outbox, a worker joining or leaving), an attempt that started or ended (after
+// SVC_WEBHOOK_BATCH_MS, so that attempts starting and ending together share a statement), a retry
+// falling due, a beat due, and at the latest every SVC_WEBHOOK_POLL_MS, which covers a notification
+// lost with its connection.
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
@@ -31,10 +34,10 @@ import {
   partitionOf,
   releaseExpiredLeases,
 } from './engine.js';
-import { inFlight } from './in-flight.js';
+import { localQueue } from './local-queue.js';
 import type { DeliveryMetrics } from './metrics.js';
 import { countWritten, noticeAttempt, noticeTallies, type WebhookNotice } from './notices.js';
-import { type Ended, outcomeBatch } from './outcomes.js';
+import { type Ended, LEASE_MARGIN_MS, outcomeBatch } from './outcomes.js';
 import { publishEvents } from './publish.js';
 import type { Sender } from './send.js';
 
@@ -88,7 +91,11 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     { id: randomUUID(), host: hostname(), pid: process.pid, build: deps.build },
     { beatMs: config.pollMs, leaseMs: config.workerLeaseMs },
   );
-  const running = inFlight(config.concurrency);
+  const held = localQueue({
+    budget: config.concurrency,
+    bound: config.concurrencyPerWebhook,
+    startWithinMs: config.timeoutMs + LEASE_MARGIN_MS,
+  });
   const batch = outcomeBatch();
   const attempt = attempter(deps);
   const wakeup = bell();
@@ -122,11 +129,8 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
 
   const report = rateLimited(logger);
 
-  /** An attempt ended: its outcome joins the batch, written after SVC_WEBHOOK_BATCH_MS. */
-  function ended(claimed: Claimed, outcome: Ended) {
-    batch.add(outcome);
-    running.end(claimed);
-    claims.roomFreed(partitionOf(claimed.webhook_id));
+  /** The database hears of started and ended attempts after SVC_WEBHOOK_BATCH_MS, together. */
+  function soon() {
     if (config.batchMs === 0) return wakeup.ring();
     gathering ??= setTimeout(() => {
       gathering = null;
@@ -134,19 +138,36 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     }, config.batchMs);
   }
 
-  function start(claimed: Claimed, leaseEndsAt: number) {
-    const done = attempt(claimed).then(
-      (a) => {
-        noticeAttempt(logger, claimed, a);
-        ended(claimed, { claimed, recorded: a.recorded, leaseEndsAt, class: a.class });
-      },
-      (error: unknown) => {
-        // attempt() answers every failure itself; this is a bug, and the lease returns the delivery.
-        report(error, 'webhook attempt broke; its lease will return the delivery to the queue');
-        running.end(claimed);
-      },
-    );
-    running.add(claimed, done);
+  /** Starts every held delivery that may start now. */
+  function startReady() {
+    for (let next = held.take(now()); next !== null; next = held.take(now())) {
+      const { claimed, leaseEndsAt } = next;
+      const done = attempt(claimed).then(
+        (a) => {
+          noticeAttempt(logger, claimed, a);
+          batch.add({ claimed, recorded: a.recorded, leaseEndsAt, class: a.class });
+          ended(claimed);
+        },
+        (error: unknown) => {
+          // attempt() answers every failure itself; this is a bug, and the lease returns the delivery.
+          report(error, 'webhook attempt broke; its lease will return the delivery to the queue');
+          ended(claimed);
+        },
+      );
+      held.attempting(claimed.id, done);
+    }
+  }
+
+  function ended(claimed: Claimed) {
+    held.end(claimed);
+    claims.roomFreed(partitionOf(claimed.webhook_id));
+    startReady();
+    soon();
+  }
+
+  /** Lets go of what it holds of webhooks it no longer owns. */
+  function keepOwned() {
+    held.drop((c) => assigned.owns(partitionOf(c.webhook_id)));
   }
 
   /** One round; answers how long to wait for the next when nothing calls for one sooner. */
@@ -154,7 +175,10 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     if (assigned.beatInMs(now()) === 0) {
       const had = assigned.partitions.join();
       await assigned.beat(now());
-      if (assigned.partitions.join() !== had) claims.roomFreed();
+      if (assigned.partitions.join() !== had) {
+        claims.roomFreed();
+        keepOwned();
+      }
       metrics?.partitions.set(assigned.partitions.length);
     }
     if (now() >= housekeepingAt) {
@@ -167,44 +191,51 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       if (published.busy) publishAt = now() + LEFT_BEHIND_MS;
     }
     const outcomes = batch.take(now());
-    // With its budget full it claims nothing now: an attempt that ends calls for the next claim.
-    const wanted = !stopping && claims.due(now());
-    const walk = wanted ? claims.begin(now(), assigned.partitions, inFlightPartitions()) : [];
-    const take = walk.length > 0 ? running.free() : 0;
-    if (outcomes.length > 0 || take > 0) await exchangeNow(outcomes, take, walk);
-    metrics?.inFlight.set(running.size);
+    // Holding all it may, it claims nothing now: an attempt that ends calls for the next claim.
+    const wanted = !stopping && held.room() > 0 && claims.due(now());
+    const walk = wanted ? claims.begin(now(), assigned.partitions, heldPartitions()) : [];
+    await exchangeNow(outcomes, walk.length > 0 ? held.room() : 0, walk);
+    metrics?.inFlight.set(held.running);
     return Math.max(
       1,
       Math.min(claims.waitMs(now()), assigned.beatInMs(now()), publishAt - now(), batch.writeInMs(now())),
     );
   }
 
-  /** The partitions of the webhooks with attempts in flight: room frees there. */
-  function* inFlightPartitions() {
-    for (const webhook of running.webhooks()) yield partitionOf(webhook);
+  /** The partitions of the webhooks it holds deliveries of: room frees there. */
+  function* heldPartitions() {
+    for (const webhook of held.webhooks()) yield partitionOf(webhook);
   }
 
   async function exchangeNow(outcomes: Ended[], take: number, walk: readonly number[]) {
+    const released = held.released();
+    const arming = held.toArm();
+    if (outcomes.length === 0 && take === 0 && released.length === 0 && arming.length === 0) return;
     const claimedAt = now();
     let result: Exchanged;
     try {
       result = await exchange(engine, outcomes, {
         worker: assigned.worker.id,
         leaseMs: config.leaseMs,
+        armed: arming,
+        released,
         partitions: walk,
         take,
+        hold: 2 * config.concurrencyPerWebhook,
         bound: config.concurrencyPerWebhook,
-        budget: config.concurrency,
-        busy: running.byOrganization(),
+        budget: 2 * config.concurrency,
+        busy: held.byOrganization(),
       });
     } catch (error) {
-      // The database refused: claims wait for the poll, outcomes for their back-off.
+      // The database refused: claims wait for the poll, the rest for the write's back-off.
+      held.untold(released);
       const lost = batch.failed(outcomes, now());
       report(error, 'webhook outcomes not written and nothing claimed; trying again');
       if (lost > 0) logger.warn({ deliveries: lost }, 'outcomes not written before their leases ended');
       return;
     }
     batch.written();
+    held.armed(arming);
     if (take > 0) metrics?.claims.inc();
     const written = outcomes.filter((o) => result.written.has(o.claimed.id));
     countWritten(metrics, written);
@@ -213,7 +244,10 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     }
     if (take > 0) claims.end(now(), result.claimed.length, result.backlog);
     noticeTallies(logger, metrics, result.tallies, deps.notify);
-    for (const claimed of result.claimed) start(claimed, claimedAt + config.leaseMs);
+    const inactive = new Set(result.tallies.filter((t) => !t.active).map((t) => t.webhookId));
+    if (inactive.size > 0) held.drop((c) => !inactive.has(c.webhook_id));
+    for (const claimed of result.claimed) held.hold(claimed, claimedAt + config.leaseMs);
+    startReady();
   }
 
   const loop = (async () => {
@@ -238,11 +272,12 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       await assigned
         .leave()
         .catch((error) => report(error, 'partitions not handed back; they free at the lease'));
-      await running.settle(graceMs);
+      // What it holds unsent goes back with the last exchange, uncounted.
+      held.drop(() => false);
+      await held.settle(graceMs);
       if (gathering) clearTimeout(gathering);
-      const left = batch.unwritten();
-      if (left.length > 0) await exchangeNow(left, 0, []);
-      const unfinished = running.ids();
+      await exchangeNow(batch.unwritten(), 0, []);
+      const unfinished = held.runningIds();
       if (unfinished.length > 0) {
         await giveBack(engine, assigned.worker.id, unfinished, 'el proceso se detuvo').catch((error) =>
           report(error, 'in-flight deliveries not handed back; their leases will return them'),

@@ -104,7 +104,7 @@ export interface DeliveryRow {
 
 /** A webhook's latest deliveries (webhook_deliveries_list), each with whether an attempt is under way. */
 export const RECENT_DELIVERIES_SQL = `SELECT d.id, d.event_id, d.event_type, d.status,
-    q.lease_owner IS NOT NULL AS in_flight, d.attempt, d.max_attempts, d.next_retry_at,
+    coalesce(q.sent, false) AS in_flight, d.attempt, d.max_attempts, d.next_retry_at,
     d.last_status, d.last_error, d.last_duration_ms, d.delivered_at, d.created_at
   FROM webhook_deliveries d LEFT JOIN delivery_queue q ON q.id = d.id
   WHERE d.webhook_id = $1 ORDER BY d.created_at DESC, d.id DESC LIMIT $2`;
@@ -118,7 +118,7 @@ export interface QueueCounts {
   due: number;
   oldest_due_at: Date | null;
   oldest_due_seconds: number | null;
-  /** Leased: an attempt under way. */
+  /** Leased by a worker: an attempt under way, or next in the worker's queue. */
   in_flight: number;
   /** Not due yet: retries waiting for their time. */
   scheduled: number;

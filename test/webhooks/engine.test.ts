@@ -27,9 +27,12 @@ const worker = (id: string = randomUUID()) => ({ id, host: 'test', pid: 1, build
 const claim = (over: Partial<ClaimRequest> = {}): ClaimRequest => ({
   worker: randomUUID(),
   leaseMs: 30_000,
+  armed: [],
+  released: [],
   partitions: ALL,
   take: 100,
-  bound: 2,
+  hold: 2,
+  bound: 1,
   budget: 100,
   busy: new Map(),
   ...over,
@@ -120,51 +123,89 @@ test('the partitions are divided among the live workers, each owned by one; a de
   assert.deepEqual([again.length, second.length].sort(), [32, 32]);
 });
 
-test('a dead worker’s leases go back to the queue with their attempt counted', async () => {
+test('a dead worker’s leases go back to the queue, the attempt counted only when it was sent', async () => {
   await drain();
-  const { hook } = await backlog(1);
+  const { hook } = await backlog(2);
   const dead = worker();
   await beat(q, dead, 10_000);
   const got = await exchange(q, [], claim({ worker: dead.id }));
-  assert.equal(got.claimed.length, 1);
-  assert.equal(got.claimed[0]?.attempt, 1);
+  assert.equal(got.claimed.length, 2, 'one to send, one claimed ahead');
+  assert.deepEqual(
+    got.claimed.map((c) => [c.attempt, c.armed]),
+    [
+      [1, true],
+      [1, false],
+    ],
+    'the claim arms what the free slot takes (a bound of 1)',
+  );
+  const [sent, ahead] = got.claimed.map((c) => c.id);
   await q.query(`UPDATE delivery_workers SET seen_at = now() - interval '11 seconds' WHERE id = $1`, [
     dead.id,
   ]);
   await beat(q, worker(), 10_000);
-  const [d] = await q.query<{ status: string; attempt: number; last_error: string }>(
-    'SELECT status, attempt, last_error FROM webhook_deliveries WHERE webhook_id = $1',
+  const rows = await q.query<{ id: string; status: string; attempt: number; last_error: string | null }>(
+    'SELECT id, status, attempt, last_error FROM webhook_deliveries WHERE webhook_id = $1',
     [hook.id],
   );
+  const d = rows.find((r) => r.id === sent);
   assert.equal(d?.status, 'failed');
-  assert.equal(d?.attempt, 1, 'the attempt under way counts: the receiver may have had it');
+  assert.equal(d?.attempt, 1, 'the attempt sent counts: the receiver may have had it');
   assert.match(d?.last_error ?? '', /interrumpido/);
-  const [queued] = await q.query<{ leased: boolean }>(
-    'SELECT lease_owner IS NOT NULL AS leased FROM delivery_queue WHERE webhook_id = $1',
+  const unsent = rows.find((r) => r.id === ahead);
+  assert.deepEqual(
+    { status: unsent?.status, attempt: unsent?.attempt, last_error: unsent?.last_error },
+    { status: 'pending', attempt: 0, last_error: null },
+    'a lease never sent is as it was before its claim',
+  );
+  const queued = await q.query<{ leased: boolean; sent: boolean }>(
+    'SELECT lease_owner IS NOT NULL AS leased, sent FROM delivery_queue WHERE webhook_id = $1',
     [hook.id],
   );
-  assert.equal(queued?.leased, false, 'due again, for the new owner');
+  assert.deepEqual(
+    queued,
+    [
+      { leased: false, sent: false },
+      { leased: false, sent: false },
+    ],
+    'both due again, for the new owner',
+  );
 });
 
-test('a claim counts the leases a previous owner still holds against the webhook’s bound', async () => {
+test('leases a worker lets go unsent go back uncounted, at once and in their order', async () => {
+  await drain();
+  const { hook } = await backlog(2);
+  const w = randomUUID();
+  const ids = (await exchange(q, [], claim({ worker: w }))).claimed.map((c) => c.id);
+  assert.equal(ids.length, 2);
+  await exchange(q, [], claim({ released: ids, take: 0 }));
+  assert.deepEqual((await exchange(q, [], claim())).claimed, [], 'only the lease holder lets a lease go');
+  await exchange(q, [], claim({ worker: w, released: ids, take: 0 }));
+  const next = await exchange(q, [], claim());
+  assert.deepEqual(
+    next.claimed.map((c) => [c.id, c.attempt]),
+    ids.map((id) => [id, 1]),
+    'claimed again in the same order, still at their first attempt',
+  );
+  assert.equal(next.claimed[0]?.webhook_id, hook.id);
+});
+
+test('a webhook whose previous owner still holds leases is not claimed until they end', async () => {
   await drain();
   const { hook } = await backlog(5);
   const before = await exchange(q, [], claim({ take: 1 }));
   assert.equal(before.claimed.length, 1, 'the previous owner has one attempt in flight');
   const owner = randomUUID();
   const next = await exchange(q, [], claim({ worker: owner }));
-  assert.equal(next.claimed.length, 1, 'the new owner takes what the bound of 2 leaves');
-  assert.equal(next.claimed[0]?.webhook_id, hook.id);
-  const full = await exchange(q, [], claim({ worker: owner }));
-  assert.equal(full.claimed.length, 0);
+  assert.equal(next.claimed.length, 0, 'the new owner waits: the bound holds across the handover');
   assert.equal(await releaseExpiredLeases(q), 0, 'leases still running are left alone');
   const [p] = await q.query<{ p: number }>('SELECT webhook_partition($1) AS p', [hook.id]);
-  assert.deepEqual(full.backlog, [p?.p], 'deliveries are due there, waiting for room');
+  assert.deepEqual(next.backlog, [p?.p], 'deliveries are due there, waiting for room');
   assert.equal(partitionOf(hook.id), p?.p, 'the worker computes the partition as the database does');
-  // The previous owner's attempt ends: its slot is free again.
+  // The previous owner's attempt ends: the new owner takes up to its hold of leases.
   const after = await exchange(q, before.claimed.map(succeededOutcome), claim({ take: 0 }));
   assert.deepEqual([...after.written], [before.claimed[0]?.id]);
-  assert.equal((await exchange(q, [], claim())).claimed.length, 1);
+  assert.equal((await exchange(q, [], claim({ worker: owner }))).claimed.length, 2);
+  assert.equal((await exchange(q, [], claim({ worker: owner }))).claimed.length, 0, 'its hold is full');
 });
 
 test('a claim takes only from the partitions it is given', async () => {
@@ -183,21 +224,21 @@ test('no organization takes more than its fair share of a worker’s budget whil
   const big = await backlog(6);
   const small = await backlog(2);
   // A budget of 4, two organizations with work: two each, whatever the backlogs.
-  const got = await exchange(q, [], claim({ budget: 4, take: 4, bound: 10 }));
+  const got = await exchange(q, [], claim({ budget: 4, take: 4, hold: 10 }));
   const by = (org: string) => got.claimed.filter((c) => c.organization_id === org).length;
   assert.equal(by(big.t.organization.id), 2);
   assert.equal(by(small.t.organization.id), 2);
   // Alone, one organization takes up to seven eighths of the budget: room stays for a newcomer.
   await drain();
   const alone = await backlog(10);
-  const taken = await exchange(q, [], claim({ budget: 8, take: 8, bound: 10 }));
+  const taken = await exchange(q, [], claim({ budget: 8, take: 8, hold: 10 }));
   assert.equal(taken.claimed.length, 7);
   assert.ok(taken.claimed.every((c) => c.organization_id === alone.t.organization.id));
   // The attempts it already holds count against its share.
   await drain();
   const held = await backlog(4);
   const busy = new Map([[held.t.organization.id, 7]]);
-  assert.equal((await exchange(q, [], claim({ budget: 8, take: 1, bound: 10, busy }))).claimed.length, 0);
+  assert.equal((await exchange(q, [], claim({ budget: 8, take: 1, hold: 10, busy }))).claimed.length, 0);
 });
 
 test('the last final outcome of an event drops the booking kept for its bodies, in the same write', async () => {

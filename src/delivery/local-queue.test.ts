@@ -1,0 +1,79 @@
+// A worker's local queue: what starts, in what order, within which limits, and what it lets go.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Claimed } from './engine.js';
+import { localQueue } from './local-queue.js';
+
+let n = 0;
+const delivery = (org: string, webhook: string, armed = true) =>
+  ({ id: `d${++n}`, organization_id: org, webhook_id: webhook, armed }) as Claimed;
+
+const queue = (budget = 8, bound = 2) => localQueue({ budget, bound, startWithinMs: 1000 });
+
+/** Takes every delivery that may start at `now`: their ids. */
+function drain(q: ReturnType<typeof queue>, now = 0): string[] {
+  const ids: string[] = [];
+  for (let h = q.take(now); h !== null; h = q.take(now)) ids.push(h.claimed.id);
+  return ids;
+}
+
+test('a webhook runs at most its bound, in claim order; the next starts when one ends', () => {
+  const q = queue(8, 2);
+  const ds = [1, 2, 3].map(() => delivery('o1', 'w1'));
+  for (const d of ds) q.hold(d, 60_000);
+  assert.deepEqual(drain(q), [ds[0]?.id, ds[1]?.id]);
+  assert.equal(q.running, 2);
+  assert.equal(q.queued, 1);
+  q.end(ds[0] as Claimed);
+  assert.deepEqual(drain(q), [ds[2]?.id]);
+  assert.equal(q.room(), 16 - 2, 'twice the budget, less what it holds');
+});
+
+test('only armed deliveries start; an exchange arms one per free slot and per attempt that ended', () => {
+  const q = queue(8, 2);
+  const ds = [1, 2, 3, 4, 5].map((i) => delivery('o1', 'w1', i <= 2));
+  for (const d of ds) q.hold(d, 60_000);
+  assert.equal(drain(q).length, 2);
+  assert.deepEqual(q.toArm(), [], 'both slots busy, nothing ended: a hanging receiver gets nothing armed');
+  q.end(ds[0] as Claimed);
+  assert.deepEqual(drain(q), [], 'the next is not armed yet');
+  const arming = q.toArm();
+  assert.deepEqual(arming, [ds[2]?.id, ds[3]?.id], 'one free slot, one attempt ended');
+  assert.deepEqual(drain(q), [], 'armed only once the exchange is written');
+  q.armed(arming);
+  assert.deepEqual(drain(q), [ds[2]?.id]);
+  q.end(ds[1] as Claimed);
+  assert.deepEqual(drain(q), [ds[3]?.id], 'armed ahead: starts as its slot frees, with no exchange');
+});
+
+test('the budget is shared in turns, no organization above its fair share while another holds work', () => {
+  const q = queue(4, 4);
+  const big = [1, 2, 3, 4, 5, 6].map(() => delivery('big', 'w1'));
+  const small = [1, 2].map(() => delivery('small', 'w2'));
+  for (const d of [...big, ...small]) q.hold(d, 60_000);
+  const started = drain(q);
+  assert.equal(started.length, 4);
+  assert.equal(started.filter((id) => small.some((d) => d.id === id)).length, 2, 'two each');
+  // Alone, an organization keeps an eighth of the budget free for a newcomer.
+  const alone = queue(8, 8);
+  for (let i = 0; i < 10; i++) alone.hold(delivery('o', 'w'), 60_000);
+  assert.equal(drain(alone).length, 7);
+});
+
+test('what it lets go is given back unsent: dropped, inactive, or too near its lease end', () => {
+  const q = queue(8, 1);
+  const a = delivery('o1', 'w1');
+  const b = delivery('o1', 'w1');
+  const c = delivery('o2', 'w2');
+  q.hold(a, 60_000);
+  q.hold(b, 60_000);
+  q.hold(c, 1500);
+  assert.deepEqual(drain(q, 600), [a.id], 'c has 900 ms of lease left, under the 1000 an attempt needs');
+  assert.deepEqual(q.released(), [c.id]);
+  q.drop((d) => d.webhook_id !== 'w1');
+  assert.deepEqual(q.released(), [b.id], 'a queued delivery of a webhook let go; the one in flight stays');
+  assert.deepEqual(q.runningIds(), [a.id]);
+  q.untold([b.id]);
+  assert.deepEqual(q.released(), [b.id], 'an exchange that failed lets them go at the next');
+  assert.equal(q.queued, 0);
+});
