@@ -83,6 +83,8 @@ export interface ClaimRequest {
   hold: number;
   /** Attempts in flight of one webhook at most: the claim arms what its free slots take. */
   bound: number;
+  /** Webhooks whose attempts ended since the last exchange: the claim arms all it takes of them. */
+  answering: readonly string[];
   /** The leases the worker may hold in all (its organizations' fair shares are of this). */
   budget: number;
   /** The leases the worker holds, by organization. */
@@ -133,7 +135,7 @@ export async function exchange(
   }));
   const token = randomUUID();
   const rows = await q.query<ExchangeRow>(
-    'SELECT * FROM delivery_exchange($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)',
+    'SELECT * FROM delivery_exchange($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)',
     [
       r.worker,
       token,
@@ -146,6 +148,7 @@ export async function exchange(
       r.take,
       r.hold,
       r.bound,
+      `{${r.answering.join(',')}}`,
       r.budget,
       `{${[...r.busy.keys()].join(',')}}`,
       `{${[...r.busy.values()].join(',')}}`,

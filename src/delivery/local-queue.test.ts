@@ -26,24 +26,32 @@ test('a webhook runs at most its bound, in claim order; the next starts when one
   assert.equal(q.queued, 1);
   q.end(ds[0] as Claimed);
   assert.deepEqual(drain(q), [ds[2]?.id]);
-  assert.equal(q.room(), 16 - 2, 'twice the budget, less what it holds');
+  assert.equal(q.room(), 32 - 2, 'four times the budget, less what it holds');
 });
 
-test('only armed deliveries start; an exchange arms one per free slot and per attempt that ended', () => {
+test('only armed deliveries start; an exchange arms all of a webhook that answers, one per free slot of others', () => {
   const q = queue(8, 2);
   const ds = [1, 2, 3, 4, 5].map((i) => delivery('o1', 'w1', i <= 2));
   for (const d of ds) q.hold(d, 60_000);
   assert.equal(drain(q).length, 2);
-  assert.deepEqual(q.toArm(), [], 'both slots busy, nothing ended: a hanging receiver gets nothing armed');
+  assert.deepEqual(
+    q.toArm().ids,
+    [],
+    'both slots busy, nothing ended: a hanging receiver gets nothing armed',
+  );
   q.end(ds[0] as Claimed);
   assert.deepEqual(drain(q), [], 'the next is not armed yet');
-  const arming = q.toArm();
-  assert.deepEqual(arming, [ds[2]?.id, ds[3]?.id], 'one free slot, one attempt ended');
+  const arming = q.toArm().ids;
+  assert.deepEqual(arming, [ds[2]?.id, ds[3]?.id, ds[4]?.id], 'an attempt ended: all it holds');
   assert.deepEqual(drain(q), [], 'armed only once the exchange is written');
   q.armed(arming);
   assert.deepEqual(drain(q), [ds[2]?.id]);
   q.end(ds[1] as Claimed);
   assert.deepEqual(drain(q), [ds[3]?.id], 'armed ahead: starts as its slot frees, with no exchange');
+  const quiet = queue(8, 2);
+  const qs = [1, 2, 3, 4].map(() => delivery('o2', 'w2', false));
+  for (const d of qs) quiet.hold(d, 60_000);
+  assert.deepEqual(quiet.toArm().ids, [qs[0]?.id, qs[1]?.id], 'nothing ended: one per free slot');
 });
 
 test('the budget is shared in turns, no organization above its fair share while another holds work', () => {

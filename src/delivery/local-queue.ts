@@ -1,14 +1,14 @@
 // A worker's deliveries: those it claimed and holds, queued per webhook in their claim's order, and
-// those with attempts in flight. The claim runs ahead of the attempts (up to its budget again in
-// leases held), so a slot that frees can start the next attempt at once instead of after a claim.
+// those with attempts in flight. The claim runs ahead of the attempts (up to HOLD times its budget
+// in leases), so a slot that frees can start the next attempt at once instead of after a claim.
 //
 // A held delivery is sent only once it is armed: the database has heard, in an exchange, that the
 // worker sends it next, so that a lease given back after a crash counts as an attempt exactly when
-// it may have been sent. Each exchange arms, per webhook, what will start before the next one: one
-// for each free slot (the claim itself arms those of what it claims), and one for each attempt of
-// the webhook that ended since the last exchange (a receiver that answered will answer again; one
-// that hangs gets nothing armed ahead). A crash counts at most those as attempts that were never
-// sent.
+// it may have been sent. Each exchange arms, per webhook, what will start before the next one: of a
+// webhook with attempts that ended since the last exchange, all it holds (a receiver that answers
+// turns its slots over within an exchange); of any other, one per free slot (the claim itself arms
+// those of what it claims). A receiver that hangs gets nothing armed ahead. A crash counts at most
+// those as attempts that were never sent.
 //
 // An attempt starts within three limits: the worker's budget (SVC_WEBHOOK_CONCURRENCY), the
 // webhook's bound (SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK) and the organization's fair share of the
@@ -32,13 +32,16 @@ export interface Held {
 export interface LocalQueue {
   readonly running: number;
   readonly queued: number;
-  /** Leases the worker may still claim: its budget twice over, less what it holds. */
+  /** Leases the worker may still claim: its budget four times over, less what it holds. */
   room(): number;
   hold(claimed: Claimed, leaseEndsAt: number): void;
   /** The next armed delivery to attempt, counted as in flight from now; null when none may start. */
   take(now: number): Held | null;
-  /** The deliveries to arm at this exchange (see above). */
-  toArm(): string[];
+  /**
+   * The deliveries to arm at this exchange (see above), and the webhooks whose attempts ended since
+   * the last one: the claim arms all it takes of those.
+   */
+  toArm(): { ids: string[]; answering: string[] };
   /** The exchange that armed `ids` was written. */
   armed(ids: readonly string[]): void;
   /** The attempt of a taken delivery, settled when it has ended. */
@@ -71,6 +74,13 @@ interface Org {
   running: number;
   hooks: Map<string, Hook>;
 }
+
+/**
+ * A worker holds up to this many times its budget in leases, and as many times each webhook's
+ * bound: a receiver that answers within an exchange finds its next deliveries armed (the
+ * graphile-worker reference fetches four times its concurrency ahead, too).
+ */
+export const HOLD = 4;
 
 export function localQueue(limits: {
   budget: number;
@@ -116,7 +126,7 @@ export function localQueue(limits: {
     get queued() {
       return queued;
     },
-    room: () => 2 * limits.budget - running.size - queued,
+    room: () => HOLD * limits.budget - running.size - queued,
     hold(claimed, leaseEndsAt) {
       const held = { claimed, leaseEndsAt, armed: claimed.armed };
       hookOf(claimed).queue.push(held);
@@ -154,14 +164,16 @@ export function localQueue(limits: {
     },
     toArm() {
       const ids: string[] = [];
+      const answering: string[] = [];
       for (const org of orgs.values()) {
-        for (const hook of org.hooks.values()) {
-          const wanted = Math.min(limits.bound, Math.max(0, limits.bound - hook.running) + hook.ended);
+        for (const [hookId, hook] of org.hooks) {
+          if (hook.ended > 0) answering.push(hookId);
+          const wanted = hook.ended > 0 ? hook.queue.length : Math.max(0, limits.bound - hook.running);
           hook.ended = 0;
           for (const h of hook.queue.slice(0, wanted)) if (!h.armed) ids.push(h.claimed.id);
         }
       }
-      return ids;
+      return { ids, answering };
     },
     armed(ids) {
       for (const id of ids) {

@@ -34,7 +34,7 @@ import {
   partitionOf,
   releaseExpiredLeases,
 } from './engine.js';
-import { localQueue } from './local-queue.js';
+import { HOLD, localQueue } from './local-queue.js';
 import type { DeliveryMetrics } from './metrics.js';
 import { countWritten, noticeAttempt, noticeTallies, type WebhookNotice } from './notices.js';
 import { type Ended, LEASE_MARGIN_MS, outcomeBatch } from './outcomes.js';
@@ -210,20 +210,21 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   async function exchangeNow(outcomes: Ended[], take: number, walk: readonly number[]) {
     const released = held.released();
     const arming = held.toArm();
-    if (outcomes.length === 0 && take === 0 && released.length === 0 && arming.length === 0) return;
+    if (outcomes.length === 0 && take === 0 && released.length === 0 && arming.ids.length === 0) return;
     const claimedAt = now();
     let result: Exchanged;
     try {
       result = await exchange(engine, outcomes, {
         worker: assigned.worker.id,
         leaseMs: config.leaseMs,
-        armed: arming,
+        armed: arming.ids,
         released,
         partitions: walk,
         take,
-        hold: 2 * config.concurrencyPerWebhook,
+        hold: HOLD * config.concurrencyPerWebhook,
         bound: config.concurrencyPerWebhook,
-        budget: 2 * config.concurrency,
+        answering: arming.answering,
+        budget: HOLD * config.concurrency,
         busy: held.byOrganization(),
       });
     } catch (error) {
@@ -235,7 +236,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       return;
     }
     batch.written();
-    held.armed(arming);
+    held.armed(arming.ids);
     if (take > 0) metrics?.claims.inc();
     const written = outcomes.filter((o) => result.written.has(o.claimed.id));
     countWritten(metrics, written);

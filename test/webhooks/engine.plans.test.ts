@@ -57,6 +57,7 @@ const request = (take: number) => ({
   take,
   hold: 8,
   bound: 8,
+  answering: [],
   budget: 64,
   busy: new Map<string, number>(),
 });

@@ -33,6 +33,7 @@ const claim = (over: Partial<ClaimRequest> = {}): ClaimRequest => ({
   take: 100,
   hold: 2,
   bound: 1,
+  answering: [],
   budget: 100,
   busy: new Map(),
   ...over,
