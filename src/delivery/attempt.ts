@@ -6,13 +6,13 @@
 // delivery `dead` after the last one, with a last_error that names the service. It never moves the
 // webhook's failure count (the receiver did nothing wrong), and is told to `fault` with every id.
 import type { WebhookConfig } from '../config.js';
+import { type AttemptResult, judgedStatus, type Sender } from '../outbound/send.js';
+import { type SigningKey, signatureHeaders, signingKey } from '../outbound/signing.js';
 import { SealedSecretError, type SecretBox } from '../security/secrets.js';
 import { deliveryBodies } from './body.js';
 import type { AttemptContext, Claimed, Recorded } from './engine.js';
 import type { AttemptClass, DeliveryMetrics } from './metrics.js';
 import { MAX_ATTEMPTS, outcomeOf } from './policy.js';
-import { type AttemptResult, judgedStatus, type Sender } from './send.js';
-import { type SigningKey, signatureHeaders, signingKey } from './signing.js';
 
 const USER_AGENT = 'SVC-Webhooks/1';
 

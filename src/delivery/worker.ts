@@ -22,6 +22,7 @@ import { hostname } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebhookConfig } from '../config.js';
 import type { Db, Queryable } from '../db/db.js';
+import type { Sender } from '../outbound/send.js';
 import type { SecretBox } from '../security/secrets.js';
 import { assignment } from './assignment.js';
 import { attempter } from './attempt.js';
@@ -39,7 +40,6 @@ import type { DeliveryMetrics } from './metrics.js';
 import { countWritten, noticeAttempt, noticeTallies, type WebhookNotice } from './notices.js';
 import { type Ended, LEASE_MARGIN_MS, outcomeBatch } from './outcomes.js';
 import { publishEvents } from './publish.js';
-import type { Sender } from './send.js';
 
 /**
  * An event waits this long in the outbox before a worker publishes it: its writer publishes it

@@ -10,7 +10,7 @@ import type { FastifyReply } from 'fastify';
 
 /**
  * The error a request past its deadline is answered with (see the kit's error handler). Named
- * apart from the delivery worker's own attempt time-out (src/delivery/send.ts), which is unrelated.
+ * apart from the delivery worker's own attempt time-out (src/outbound/send.ts), which is unrelated.
  */
 export class RequestDeadlineExceeded extends Error {
   readonly code = 'SVC_DEADLINE_EXCEEDED';

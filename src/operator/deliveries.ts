@@ -2,11 +2,11 @@
 // Integrators themselves reconcile through GET /events (the contract's way); this is the
 // platform's tool for when a receiver was down longer than the whole retry span.
 import { Type } from 'typebox';
-import { replayDeadDeliveries } from '../delivery/replay.js';
 import { AppError, notFound } from '../http/errors.js';
 import type { App } from '../http/kit.js';
 import { DateTimeInput, IdParams, StringEnum, Uuid } from '../http/schemas.js';
 import type { OperatorDeps } from './deps.js';
+import { replayDeadDeliveries } from './replay.js';
 
 export const REPLAY_LIMIT = 10_000;
 

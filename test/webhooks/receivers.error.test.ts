@@ -2,7 +2,7 @@
 // one answers slowly with 5 MB, one trickles its answer, one resets, one resets half-way through a
 // 200, one redirects, one presents a certificate the CA did not sign, one answers 410. Each ends in
 // the state docs/webhooks.md gives within its time-out; another organization's deliveries stay on
-// time meanwhile. (What the sender keeps of large answers: src/delivery/send.test.ts.)
+// time meanwhile. (What the sender keeps of large answers: src/outbound/send.test.ts.)
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { after, test } from 'node:test';

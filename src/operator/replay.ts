@@ -1,7 +1,7 @@
 // An operator's replay of dead deliveries after a long outage: the only statement of the engine
 // that an operator, not a worker, runs. The queued deliveries are then claimed like any other.
 import type { Queryable } from '../db/db.js';
-import { MAX_ATTEMPTS } from './policy.js';
+import { MAX_ATTEMPTS } from '../delivery/policy.js';
 
 export interface ReplayFilter {
   webhookId: string;

@@ -6,9 +6,9 @@
 // stops, is logged at warn with the tenant's ids.
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import type { WebhookNotice } from './notices.js';
-import { type AttemptResult, judgedStatus, type Sender } from './send.js';
-import { signatureHeaders, signingKey } from './signing.js';
+import type { WebhookNotice } from '../delivery/notices.js';
+import { type AttemptResult, judgedStatus, type Sender } from '../outbound/send.js';
+import { signatureHeaders, signingKey } from '../outbound/signing.js';
 
 /** The gaps between the attempts of a notice: six attempts over about 12 minutes. */
 export const NOTICE_RETRY_GAPS_MS = [1000, 5000, 30_000, 120_000, 600_000];
