@@ -116,6 +116,9 @@ DECLARE
   share integer;
   owned integer;
 BEGIN
+  -- A beat lost with a crash of the database is made again by the next: it need not wait for its
+  -- commit to reach the disk (one fsync per worker and second, in the way of everything else).
+  PERFORM set_config('synchronous_commit', 'off', true);
   PERFORM pg_advisory_xact_lock(734110905, hashtext(current_schema()));
   INSERT INTO delivery_workers AS w (id, host, pid, build) VALUES (worker, host, pid, build)
   ON CONFLICT (id) DO UPDATE SET seen_at = now();
@@ -157,6 +160,8 @@ LANGUAGE plpgsql AS $$
 DECLARE
   given integer;
 BEGIN
+  -- Made again by the next run if a crash of the database loses it, as the beat.
+  PERFORM set_config('synchronous_commit', 'off', true);
   given := delivery_give_back(ARRAY(SELECT q.id FROM delivery_queue q
                                     WHERE q.lease_owner IS NOT NULL AND q.lease_until < now()),
                               'el proceso que lo hacía no registró el resultado');
@@ -194,8 +199,9 @@ $$;
 -- Then the claim, ahead of the caller's attempts (it queues what it claims per webhook and starts
 -- each within the webhook's bound): of the partitions `parts` (the caller's own, all of them or
 -- those where it knows of work), the webhooks with waiting deliveries (one index probe each,
--- however deep a backlog) and no lease of another worker's (a previous owner's attempts still in
--- flight), of each its oldest due deliveries up to `hold` leases, armed (sent next): all of them
+-- however deep a backlog), of each its oldest due deliveries up to `hold` leases (any worker's),
+-- each with the attempts in flight of other workers at its webhook (a previous owner's, while a
+-- partition changes hands: the caller starts no more than the bound leaves), armed (sent next): all of them
 -- for the webhooks `answering` (their attempts turn over within an exchange), for the others as
 -- many as their free slots (`bound` less their armed leases); then taken in turns across
 -- organizations (every organization's first before any's second), no organization above its fair
@@ -211,15 +217,15 @@ $$;
 -- walked, one 'backlog' row naming those partitions.
 CREATE OR REPLACE FUNCTION delivery_exchange(
   worker uuid, token uuid, lease_ms integer, sent_leases uuid[], released_leases uuid[], outcomes jsonb, disable_at integer,
-  parts smallint[], take integer, hold integer, bound integer, answering uuid[], budget integer,
-  busy_orgs uuid[], busy_counts integer[]
+  parts smallint[], take integer, hold integer, bound integer, answering uuid[], shared uuid[],
+  budget integer, busy_orgs uuid[], busy_counts integer[]
 ) RETURNS TABLE (
   kind text, id uuid, webhook_id uuid, event_id uuid, attempt integer, replayed_from integer,
   organization_id uuid, integration_id uuid, webhook_active boolean, url text, secret bytea,
   previous_secret bytea, previous_valid boolean, integration_active boolean, scopes text[],
   webhooks_enabled boolean, event_type text, event_created_at timestamptz, resource_type text,
   resource_id uuid, changes text[], previous_status text, booking jsonb, link_external_id text,
-  failures integer, failures_before integer, partitions smallint[], armed boolean
+  failures integer, failures_before integer, partitions smallint[], armed boolean, others_sent integer
 )
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -292,14 +298,28 @@ BEGIN
     SELECT 'written'::text, d.id, d.webhook_id, d.event_id, NULL::integer, NULL::integer,
            NULL::uuid, NULL::uuid, NULL::boolean, NULL::text, NULL::bytea, NULL::bytea,
            NULL::boolean, NULL::boolean, NULL::text[], NULL::boolean, NULL::text, NULL::timestamptz,
-           NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, NULL::integer, NULL::integer, NULL::smallint[], NULL::boolean
+           NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, NULL::integer, NULL::integer, NULL::smallint[], NULL::boolean, NULL::integer
     FROM d
     UNION ALL
     SELECT 'tally'::text, NULL::uuid, h.id, NULL::uuid, NULL::integer, NULL::integer,
            h.organization_id, h.integration_id, h.active, NULL::text, NULL::bytea, NULL::bytea,
            NULL::boolean, NULL::boolean, NULL::text[], NULL::boolean, NULL::text, NULL::timestamptz,
-           NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, h.after, h.before, NULL::smallint[], NULL::boolean
+           NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, h.after, h.before, NULL::smallint[], NULL::boolean, NULL::integer
     FROM h;
+  END IF;
+
+  -- The attempts in flight of other workers at the webhooks `shared` (a previous owner's, while a
+  -- partition changes hands): the caller starts no more than the bound leaves beside them.
+  IF cardinality(shared) > 0 THEN
+    RETURN QUERY
+    SELECT 'shared'::text, NULL::uuid, s.hook, NULL::uuid, NULL::integer, NULL::integer,
+           NULL::uuid, NULL::uuid, NULL::boolean, NULL::text, NULL::bytea, NULL::bytea,
+           NULL::boolean, NULL::boolean, NULL::text[], NULL::boolean, NULL::text, NULL::timestamptz,
+           NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, NULL::integer, NULL::integer,
+           NULL::smallint[], NULL::boolean,
+           (SELECT count(*)::integer FROM delivery_queue x
+            WHERE x.webhook_id = s.hook AND x.lease_owner IS NOT NULL AND x.lease_owner <> worker AND x.sent)
+    FROM unnest(shared) AS s(hook);
   END IF;
 
   IF take <= 0 THEN
@@ -324,15 +344,14 @@ BEGIN
   END IF;
   RETURN QUERY
   WITH rooms AS (
-    SELECT h.part, h.hook, w.organization_id AS org, hold - l.n AS room,
+    SELECT h.part, h.hook, w.organization_id AS org, hold - l.n AS room, l.others,
            CASE WHEN h.hook = ANY (answering) THEN hold ELSE bound - l.sent END AS slots
     FROM unnest(hooks, hook_parts) AS h(hook, part) JOIN webhooks w ON w.id = h.hook
     CROSS JOIN LATERAL (SELECT count(*)::integer AS n, count(*) FILTER (WHERE x.sent)::integer AS sent,
-                               coalesce(bool_or(x.lease_owner <> worker), false) AS others
+                               count(*) FILTER (WHERE x.sent AND x.lease_owner <> worker)::integer AS others
                         FROM delivery_queue x WHERE x.webhook_id = h.hook AND x.lease_owner IS NOT NULL) l
-    WHERE NOT l.others
   ), candidates AS (
-    SELECT x.id AS delivery, x.next_retry_at AS due, x.event_id AS ev, r.org, r.slots,
+    SELECT x.id AS delivery, x.next_retry_at AS due, x.event_id AS ev, r.org, r.slots, r.others,
            row_number() OVER (PARTITION BY r.hook ORDER BY x.next_retry_at, x.event_id) AS k
     FROM rooms r CROSS JOIN LATERAL (
       SELECT q.id, q.next_retry_at, q.event_id FROM delivery_queue q
@@ -348,7 +367,7 @@ BEGIN
                              budget - ceil(budget / 8.0)::integer)) AS fair
     FROM (SELECT c.org FROM candidates c UNION SELECT b.org FROM busy b) o
   ), picked AS (
-    SELECT t.delivery, t.k <= t.slots AS armed, row_number() OVER (ORDER BY t.turn, t.due, t.ev) AS pos
+    SELECT t.delivery, t.k <= t.slots AS armed, t.others, row_number() OVER (ORDER BY t.turn, t.due, t.ev) AS pos
     FROM (SELECT c.*, row_number() OVER (PARTITION BY c.org ORDER BY c.k, c.due, c.ev) AS turn
           FROM candidates c) t
     LEFT JOIN busy b ON b.org = t.org
@@ -366,7 +385,7 @@ BEGIN
          w.previous_secret, coalesce(w.previous_secret_until > now(), false), i.status = 'active', i.scopes,
          o.webhooks_enabled AND o.api_enabled, e.type, e.created_at, e.resource_type,
          e.resource_id, e.changes, e.previous_status, ep.booking, x.external_id,
-         w.consecutive_failures, NULL::integer, NULL::smallint[], p.armed
+         w.consecutive_failures, NULL::integer, NULL::smallint[], p.armed, p.others
   FROM picked p
   JOIN webhook_deliveries d ON d.id = p.delivery
   JOIN webhooks w ON w.id = d.webhook_id
@@ -385,7 +404,7 @@ BEGIN
          NULL::uuid, NULL::uuid, NULL::boolean, NULL::text, NULL::bytea, NULL::bytea,
          NULL::boolean, NULL::boolean, NULL::text[], NULL::boolean, NULL::text, NULL::timestamptz,
          NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, NULL::integer, NULL::integer,
-         array_agg(DISTINCT h.part), NULL::boolean
+         array_agg(DISTINCT h.part), NULL::boolean, NULL::integer
   FROM unnest(hooks, hook_parts) AS h(hook, part)
   -- One index probe per webhook (a semi-join would read every due delivery of the queue).
   CROSS JOIN LATERAL (SELECT 1 FROM delivery_queue q
@@ -397,15 +416,15 @@ END
 $$;
 
 -- The claim reads by key however small the queue was when its plan was made.
-ALTER FUNCTION delivery_exchange(uuid, uuid, integer, uuid[], uuid[], jsonb, integer, smallint[], integer, integer, integer, uuid[], integer, uuid[], integer[])
+ALTER FUNCTION delivery_exchange(uuid, uuid, integer, uuid[], uuid[], jsonb, integer, smallint[], integer, integer, integer, uuid[], uuid[], integer, uuid[], integer[])
   SET enable_seqscan = off;
 -- Its statements run one plan, made once per connection: a custom plan made again at every call
 -- was about two thirds of an empty claim's time (226 against 73 to 92 µs per call).
-ALTER FUNCTION delivery_exchange(uuid, uuid, integer, uuid[], uuid[], jsonb, integer, smallint[], integer, integer, integer, uuid[], integer, uuid[], integer[])
+ALTER FUNCTION delivery_exchange(uuid, uuid, integer, uuid[], uuid[], jsonb, integer, smallint[], integer, integer, integer, uuid[], uuid[], integer, uuid[], integer[])
   SET plan_cache_mode = force_generic_plan;
 -- A webhook's leases are counted by a plain index scan, which marks the dead entries of ended
 -- leases as it meets them; a bitmap scan would read them all again at every claim.
-ALTER FUNCTION delivery_exchange(uuid, uuid, integer, uuid[], uuid[], jsonb, integer, smallint[], integer, integer, integer, uuid[], integer, uuid[], integer[])
+ALTER FUNCTION delivery_exchange(uuid, uuid, integer, uuid[], uuid[], jsonb, integer, smallint[], integer, integer, integer, uuid[], uuid[], integer, uuid[], integer[])
   SET enable_bitmapscan = off;
 
 -- 4. Leases given back: due again at once. A lease whose attempt was sent (the worker said so in an

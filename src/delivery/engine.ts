@@ -38,6 +38,8 @@ export interface Claimed extends AttemptContext {
   lease_token: string;
   /** The database has heard that it is sent next (a slot of its webhook was free). */
   armed: boolean;
+  /** Attempts of other workers in flight at its webhook when it was claimed (a previous owner's). */
+  others_sent: number;
 }
 
 export interface Recorded {
@@ -85,6 +87,8 @@ export interface ClaimRequest {
   bound: number;
   /** Webhooks whose attempts ended since the last exchange: the claim arms all it takes of them. */
   answering: readonly string[];
+  /** Webhooks where other workers had attempts in flight: their count now is answered. */
+  shared: readonly string[];
   /** The leases the worker may hold in all (its organizations' fair shares are of this). */
   budget: number;
   /** The leases the worker holds, by organization. */
@@ -98,13 +102,15 @@ export interface Exchanged {
   tallies: Tally[];
   /** The partitions walked where deliveries are still due after the claim (they wait for room). */
   backlog: number[];
+  /** Of the webhooks `shared`, the attempts other workers have in flight at each. */
+  shared: Map<string, number>;
 }
 
 /** A webhook's partition, as webhook_partition() in the database computes it: its id's last byte modulo 64. */
 export const partitionOf = (webhookId: string): number => Number.parseInt(webhookId.slice(-2), 16) % 64;
 
 type ExchangeRow = Claimed & {
-  kind: 'claimed' | 'written' | 'tally' | 'backlog';
+  kind: 'claimed' | 'written' | 'tally' | 'backlog' | 'shared';
   failures: number | null;
   failures_before: number | null;
   partitions: number[] | null;
@@ -135,7 +141,7 @@ export async function exchange(
   }));
   const token = randomUUID();
   const rows = await q.query<ExchangeRow>(
-    'SELECT * FROM delivery_exchange($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)',
+    'SELECT * FROM delivery_exchange($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)',
     [
       r.worker,
       token,
@@ -149,15 +155,17 @@ export async function exchange(
       r.hold,
       r.bound,
       `{${r.answering.join(',')}}`,
+      `{${r.shared.join(',')}}`,
       r.budget,
       `{${[...r.busy.keys()].join(',')}}`,
       `{${[...r.busy.values()].join(',')}}`,
     ],
   );
-  const done: Exchanged = { claimed: [], written: new Set(), tallies: [], backlog: [] };
+  const done: Exchanged = { claimed: [], written: new Set(), tallies: [], backlog: [], shared: new Map() };
   for (const row of rows) {
     if (row.kind === 'written') done.written.add(row.id);
     else if (row.kind === 'backlog') done.backlog = row.partitions ?? [];
+    else if (row.kind === 'shared') done.shared.set(row.webhook_id, row.others_sent);
     else if (row.kind === 'tally') {
       done.tallies.push({
         webhookId: row.webhook_id,

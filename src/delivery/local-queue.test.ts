@@ -5,8 +5,8 @@ import type { Claimed } from './engine.js';
 import { localQueue } from './local-queue.js';
 
 let n = 0;
-const delivery = (org: string, webhook: string, armed = true) =>
-  ({ id: `d${++n}`, organization_id: org, webhook_id: webhook, armed }) as Claimed;
+const delivery = (org: string, webhook: string, armed = true, others_sent = 0) =>
+  ({ id: `d${++n}`, organization_id: org, webhook_id: webhook, armed, others_sent }) as Claimed;
 
 const queue = (budget = 8, bound = 2) => localQueue({ budget, bound, startWithinMs: 1000 });
 
@@ -84,4 +84,15 @@ test('what it lets go is given back unsent: dropped, inactive, or too near its l
   q.untold([b.id]);
   assert.deepEqual(q.released(), [b.id], 'an exchange that failed lets them go at the next');
   assert.equal(q.queued, 0);
+});
+
+test('attempts a previous owner still has in flight count against the bound until an exchange says they ended', () => {
+  const q = queue(8, 2);
+  const ds = [1, 2, 3].map(() => delivery('o1', 'w1', true, 1));
+  for (const d of ds) q.hold(d, 60_000);
+  assert.deepEqual(drain(q), [ds[0]?.id], 'one of two slots: the other owner holds one');
+  assert.deepEqual(q.toArm().shared, ['w1'], 'the next exchange asks again');
+  q.othersInFlight(new Map([['w1', 0]]));
+  assert.deepEqual(drain(q), [ds[1]?.id]);
+  assert.deepEqual(q.toArm().shared, []);
 });

@@ -11,7 +11,8 @@
 // those as attempts that were never sent.
 //
 // An attempt starts within three limits: the worker's budget (SVC_WEBHOOK_CONCURRENCY), the
-// webhook's bound (SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK) and the organization's fair share of the
+// webhook's bound (SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK, less the attempts a previous owner still
+// has in flight there while its partition changes hands, as each exchange reads them) and the organization's fair share of the
 // budget (the budget divided among the organizations it holds deliveries of, never above seven
 // eighths of it, so a newcomer finds room beside a tenant whose receivers hang). Organizations take
 // turns, and so do the webhooks of each. A hanging attempt costs a socket, not a core, so the
@@ -32,6 +33,8 @@ export interface Held {
 export interface LocalQueue {
   readonly running: number;
   readonly queued: number;
+  /** Queued deliveries armed: they start as slots free, with no exchange. */
+  readonly armedWaiting: number;
   /** Leases the worker may still claim: its budget four times over, less what it holds. */
   room(): number;
   hold(claimed: Claimed, leaseEndsAt: number): void;
@@ -41,7 +44,9 @@ export interface LocalQueue {
    * The deliveries to arm at this exchange (see above), and the webhooks whose attempts ended since
    * the last one: the claim arms all it takes of those.
    */
-  toArm(): { ids: string[]; answering: string[] };
+  toArm(): { ids: string[]; answering: string[]; shared: string[] };
+  /** Attempts other workers have in flight at these webhooks now (answered for `shared`). */
+  othersInFlight(counts: ReadonlyMap<string, number>): void;
   /** The exchange that armed `ids` was written. */
   armed(ids: readonly string[]): void;
   /** The attempt of a taken delivery, settled when it has ended. */
@@ -69,6 +74,8 @@ interface Hook {
   running: number;
   /** Attempts that ended since the last exchange. */
   ended: number;
+  /** Attempts of other workers in flight (a previous owner's): they count against the bound. */
+  others: number;
 }
 interface Org {
   running: number;
@@ -91,13 +98,14 @@ export function localQueue(limits: {
   const orgs = new Map<string, Org>();
   const running = new Map<string, Promise<void>>();
   let queued = 0;
+  let armedWaiting = 0;
   let released: string[] = [];
   const byId = new Map<string, Held>();
 
   const hookOf = (c: Claimed): Hook => {
     const org = orgs.get(c.organization_id) ?? { running: 0, hooks: new Map<string, Hook>() };
     orgs.set(c.organization_id, org);
-    const hook = org.hooks.get(c.webhook_id) ?? { queue: [], running: 0, ended: 0 };
+    const hook = org.hooks.get(c.webhook_id) ?? { queue: [], running: 0, ended: 0, others: 0 };
     org.hooks.set(c.webhook_id, hook);
     return hook;
   };
@@ -109,6 +117,7 @@ export function localQueue(limits: {
     released.push(held.claimed.id);
     byId.delete(held.claimed.id);
     queued--;
+    if (held.armed) armedWaiting--;
   };
   const fairShare = () =>
     Math.max(
@@ -126,12 +135,18 @@ export function localQueue(limits: {
     get queued() {
       return queued;
     },
+    get armedWaiting() {
+      return armedWaiting;
+    },
     room: () => HOLD * limits.budget - running.size - queued,
     hold(claimed, leaseEndsAt) {
       const held = { claimed, leaseEndsAt, armed: claimed.armed };
-      hookOf(claimed).queue.push(held);
+      const hook = hookOf(claimed);
+      hook.others = claimed.others_sent;
+      hook.queue.push(held);
       byId.set(claimed.id, held);
       queued++;
+      if (held.armed) armedWaiting++;
     },
     take(now) {
       if (running.size >= limits.budget) return null;
@@ -142,12 +157,13 @@ export function localQueue(limits: {
           while (hook.queue.length > 0 && (hook.queue[0] as Held).leaseEndsAt - limits.startWithinMs <= now) {
             letGo(hook.queue.shift() as Held);
           }
-          if (hook.running >= limits.bound || !hook.queue[0]?.armed) {
+          if (hook.running + hook.others >= limits.bound || !hook.queue[0]?.armed) {
             tidy(orgId, org, hookId, hook);
             continue;
           }
           const held = hook.queue.shift() as Held;
           queued--;
+          armedWaiting--;
           byId.delete(held.claimed.id);
           hook.running++;
           org.running++;
@@ -165,20 +181,33 @@ export function localQueue(limits: {
     toArm() {
       const ids: string[] = [];
       const answering: string[] = [];
+      const shared: string[] = [];
       for (const org of orgs.values()) {
         for (const [hookId, hook] of org.hooks) {
           if (hook.ended > 0) answering.push(hookId);
+          if (hook.others > 0) shared.push(hookId);
           const wanted = hook.ended > 0 ? hook.queue.length : Math.max(0, limits.bound - hook.running);
           hook.ended = 0;
           for (const h of hook.queue.slice(0, wanted)) if (!h.armed) ids.push(h.claimed.id);
         }
       }
-      return { ids, answering };
+      return { ids, answering, shared };
+    },
+    othersInFlight(counts) {
+      for (const org of orgs.values()) {
+        for (const [hookId, hook] of org.hooks) {
+          const n = counts.get(hookId);
+          if (n !== undefined) hook.others = n;
+        }
+      }
     },
     armed(ids) {
       for (const id of ids) {
         const held = byId.get(id);
-        if (held) held.armed = true;
+        if (held && !held.armed) {
+          held.armed = true;
+          armedWaiting++;
+        }
       }
     },
     attempting(id, done) {

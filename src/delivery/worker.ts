@@ -7,16 +7,16 @@
 //   - its claim timing (claim-timing.ts): when the next claim is called for, and where to look.
 // One loop of rounds. A round beats when a beat is due, gives back ended leases every few seconds,
 // publishes what writers left in the outbox when that is due, then exchanges: tells the database
-// which leases it sent or let go, writes the batch of outcomes and claims deliveries of the
-// webhooks it owns, ahead of its attempts, in one statement (delivery_exchange in src/db/engine.sql).
-// An attempt starts as soon as its slot frees, with no transaction open (attempt.ts); a lease given
-// back counts as an attempt only if the database heard it was sent.
+// which leases it sends next (arms them) or let go, writes the batch of outcomes and claims
+// deliveries of the webhooks it owns, ahead of its attempts, in one statement (delivery_exchange in
+// src/db/engine.sql). An attempt starts as soon as its slot frees, with no transaction open
+// (attempt.ts); a lease given back counts as an attempt only if it was armed.
 //
 // Rounds come when something calls for one: a notification (deliveries queued, an event left in
-// the outbox, a worker joining or leaving), an attempt that started or ended (after
-// SVC_WEBHOOK_BATCH_MS, so that attempts starting and ending together share a statement), a retry
-// falling due, a beat due, and at the latest every SVC_WEBHOOK_POLL_MS, which covers a notification
-// lost with its connection.
+// the outbox, a worker joining or leaving), an attempt that ended, a retry falling due, a beat due,
+// and at the latest every SVC_WEBHOOK_POLL_MS, which covers a notification lost with its
+// connection. While armed deliveries wait to start, exchanges come at most every
+// SVC_WEBHOOK_BATCH_MS: the worker is busy without the database meanwhile.
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
@@ -102,7 +102,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   let stopping = false;
   let publishAt = 0;
   let housekeepingAt = 0;
-  let gathering: NodeJS.Timeout | null = null;
+  let exchangedAt = Number.NEGATIVE_INFINITY;
   const claims = claimTiming(config);
 
   const unlisten = await Promise.all([
@@ -114,10 +114,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
         wakeup.ring();
       }
     }),
-    db.listen('svc_workers', () => {
-      assigned.soon();
-      wakeup.ring();
-    }),
+    db.listen('svc_workers', () => assigned.soon()),
     // An event committed: looked for once it may have been left behind. One wake-up covers every
     // commit until then (at 200 events/s, one timer instead of 200 a second).
     db.listen('svc_outbox', () => {
@@ -128,15 +125,16 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   ]);
 
   const report = rateLimited(logger);
-
-  /** The database hears of started and ended attempts after SVC_WEBHOOK_BATCH_MS, together. */
-  function soon() {
-    if (config.batchMs === 0) return wakeup.ring();
-    gathering ??= setTimeout(() => {
-      gathering = null;
+  await assigned.start(
+    () => {
+      // Its partitions changed: what it holds of others' goes back, and it looks at its own anew.
+      keepOwned();
+      claims.roomFreed();
+      metrics?.partitions.set(assigned.partitions.length);
       wakeup.ring();
-    }, config.batchMs);
-  }
+    },
+    (error) => report(error, 'worker beat failed; trying again at the next'),
+  );
 
   /** Starts every held delivery that may start now. */
   function startReady() {
@@ -160,9 +158,11 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
 
   function ended(claimed: Claimed) {
     held.end(claimed);
-    claims.roomFreed(partitionOf(claimed.webhook_id));
+    // Room freed calls for a claim once the local queue is shorter than the budget: a claim walks
+    // every webhook with deliveries due in its partitions, so fewer and larger claims cost less.
+    if (held.queued < config.concurrency) claims.roomFreed(partitionOf(claimed.webhook_id));
     startReady();
-    soon();
+    wakeup.ring();
   }
 
   /** Lets go of what it holds of webhooks it no longer owns. */
@@ -172,15 +172,6 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
 
   /** One round; answers how long to wait for the next when nothing calls for one sooner. */
   async function round(): Promise<number> {
-    if (assigned.beatInMs(now()) === 0) {
-      const had = assigned.partitions.join();
-      await assigned.beat(now());
-      if (assigned.partitions.join() !== had) {
-        claims.roomFreed();
-        keepOwned();
-      }
-      metrics?.partitions.set(assigned.partitions.length);
-    }
     if (now() >= housekeepingAt) {
       housekeepingAt = now() + HOUSEKEEPING_MS;
       await releaseExpiredLeases(engine);
@@ -190,16 +181,17 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       const published = await publishEvents(db, { wait: false, olderThanMs: LEFT_BEHIND_MS });
       if (published.busy) publishAt = now() + LEFT_BEHIND_MS;
     }
+    // While armed deliveries wait to start, the worker is busy without the database: it exchanges
+    // at most every SVC_WEBHOOK_BATCH_MS, so that outcomes and claims gather into one statement.
+    const gap = held.armedWaiting > 0 && !stopping ? exchangedAt + config.batchMs - now() : 0;
+    if (gap > 0) return Math.max(1, Math.min(gap, publishAt - now()));
     const outcomes = batch.take(now());
     // Holding all it may, it claims nothing now: an attempt that ends calls for the next claim.
     const wanted = !stopping && held.room() > 0 && claims.due(now());
     const walk = wanted ? claims.begin(now(), assigned.partitions, heldPartitions()) : [];
     await exchangeNow(outcomes, walk.length > 0 ? held.room() : 0, walk);
     metrics?.inFlight.set(held.running);
-    return Math.max(
-      1,
-      Math.min(claims.waitMs(now()), assigned.beatInMs(now()), publishAt - now(), batch.writeInMs(now())),
-    );
+    return Math.max(1, Math.min(claims.waitMs(now()), publishAt - now(), batch.writeInMs(now())));
   }
 
   /** The partitions of the webhooks it holds deliveries of: room frees there. */
@@ -224,6 +216,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
         hold: HOLD * config.concurrencyPerWebhook,
         bound: config.concurrencyPerWebhook,
         answering: arming.answering,
+        shared: arming.shared,
         budget: HOLD * config.concurrency,
         busy: held.byOrganization(),
       });
@@ -236,7 +229,9 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       return;
     }
     batch.written();
+    exchangedAt = now();
     held.armed(arming.ids);
+    held.othersInFlight(result.shared);
     if (take > 0) metrics?.claims.inc();
     const written = outcomes.filter((o) => result.written.has(o.claimed.id));
     countWritten(metrics, written);
@@ -248,6 +243,8 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     const inactive = new Set(result.tallies.filter((t) => !t.active).map((t) => t.webhookId));
     if (inactive.size > 0) held.drop((c) => !inactive.has(c.webhook_id));
     for (const claimed of result.claimed) held.hold(claimed, claimedAt + config.leaseMs);
+    // A beat during the exchange may have moved partitions it claimed in.
+    if (result.claimed.length > 0) keepOwned();
     startReady();
   }
 
@@ -276,7 +273,6 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       // What it holds unsent goes back with the last exchange, uncounted.
       held.drop(() => false);
       await held.settle(graceMs);
-      if (gathering) clearTimeout(gathering);
       await exchangeNow(batch.unwritten(), 0, []);
       const unfinished = held.runningIds();
       if (unfinished.length > 0) {

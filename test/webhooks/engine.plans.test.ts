@@ -58,6 +58,7 @@ const request = (take: number) => ({
   hold: 8,
   bound: 8,
   answering: [],
+  shared: [],
   budget: 64,
   busy: new Map<string, number>(),
 });

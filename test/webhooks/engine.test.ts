@@ -34,6 +34,7 @@ const claim = (over: Partial<ClaimRequest> = {}): ClaimRequest => ({
   hold: 2,
   bound: 1,
   answering: [],
+  shared: [],
   budget: 100,
   busy: new Map(),
   ...over,
@@ -190,23 +191,34 @@ test('leases a worker lets go unsent go back uncounted, at once and in their ord
   assert.equal(next.claimed[0]?.webhook_id, hook.id);
 });
 
-test('a webhook whose previous owner still holds leases is not claimed until they end', async () => {
+test('a claim tells the attempts a previous owner still has in flight at the webhook, and an exchange reads them again', async () => {
   await drain();
   const { hook } = await backlog(5);
-  const before = await exchange(q, [], claim({ take: 1 }));
-  assert.equal(before.claimed.length, 1, 'the previous owner has one attempt in flight');
+  const previous = randomUUID();
+  const before = await exchange(q, [], claim({ worker: previous, take: 1 }));
+  assert.equal(before.claimed[0]?.armed, true, 'the previous owner has one attempt in flight');
   const owner = randomUUID();
-  const next = await exchange(q, [], claim({ worker: owner }));
-  assert.equal(next.claimed.length, 0, 'the new owner waits: the bound holds across the handover');
+  const next = await exchange(q, [], claim({ worker: owner, hold: 4 }));
+  assert.deepEqual(
+    next.claimed.map((c) => [c.others_sent, c.armed]),
+    [
+      [1, false],
+      [1, false],
+      [1, false],
+    ],
+    'it takes up to its hold of leases, arms none (the bound of 1 is taken), and is told of the other',
+  );
   assert.equal(await releaseExpiredLeases(q), 0, 'leases still running are left alone');
   const [p] = await q.query<{ p: number }>('SELECT webhook_partition($1) AS p', [hook.id]);
   assert.deepEqual(next.backlog, [p?.p], 'deliveries are due there, waiting for room');
   assert.equal(partitionOf(hook.id), p?.p, 'the worker computes the partition as the database does');
-  // The previous owner's attempt ends: the new owner takes up to its hold of leases.
-  const after = await exchange(q, before.claimed.map(succeededOutcome), claim({ take: 0 }));
+  const still = await exchange(q, [], claim({ worker: owner, take: 0, shared: [hook.id] }));
+  assert.deepEqual([...still.shared], [[hook.id, 1]]);
+  // The previous owner's attempt ends: nothing of the other's is in flight any more.
+  const after = await exchange(q, before.claimed.map(succeededOutcome), claim({ worker: previous, take: 0 }));
   assert.deepEqual([...after.written], [before.claimed[0]?.id]);
-  assert.equal((await exchange(q, [], claim({ worker: owner }))).claimed.length, 2);
-  assert.equal((await exchange(q, [], claim({ worker: owner }))).claimed.length, 0, 'its hold is full');
+  const clear = await exchange(q, [], claim({ worker: owner, take: 0, shared: [hook.id] }));
+  assert.deepEqual([...clear.shared], [[hook.id, 0]]);
 });
 
 test('a claim takes only from the partitions it is given', async () => {
