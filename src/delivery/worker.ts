@@ -266,16 +266,19 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       stopping = true;
       wakeup.ring();
       await loop;
+      // What it holds unsent goes back with the last exchange, uncounted; nothing more starts.
+      held.drop(() => false);
       await Promise.all(unlisten.map((u) => u().catch(() => {})));
       await assigned
         .leave()
         .catch((error) => report(error, 'partitions not handed back; they free at the lease'));
-      // What it holds unsent goes back with the last exchange, uncounted.
-      held.drop(() => false);
       await held.settle(graceMs);
       await exchangeNow(batch.unwritten(), 0, []);
       const unfinished = held.runningIds();
       if (unfinished.length > 0) {
+        // Cut first: a receiver must not still hold them when the webhook's next owner takes the
+        // slots they free. Their outcomes are not written: the leases go back, counted.
+        await deps.sender.close().catch(() => {});
         await giveBack(engine, assigned.worker.id, unfinished, 'el proceso se detuvo').catch((error) =>
           report(error, 'in-flight deliveries not handed back; their leases will return them'),
         );
