@@ -24,9 +24,9 @@ import type { WebhookConfig } from '../config.js';
 import type { Db, Queryable } from '../db/db.js';
 import type { Sender } from '../outbound/send.js';
 import type { SecretBox } from '../security/secrets.js';
-import { assignment } from './assignment.js';
+import { type Assignment, assignment } from './assignment.js';
 import { attempter } from './attempt.js';
-import { claimTiming } from './claim-timing.js';
+import { type ClaimTiming, claimTiming } from './claim-timing.js';
 import {
   type Claimed,
   type Exchanged,
@@ -35,7 +35,7 @@ import {
   partitionOf,
   releaseExpiredLeases,
 } from './engine.js';
-import { HOLD, localQueue } from './local-queue.js';
+import { HOLD, type LocalQueue, localQueue } from './local-queue.js';
 import type { DeliveryMetrics } from './metrics.js';
 import { countWritten, noticeAttempt, noticeTallies, type WebhookNotice } from './notices.js';
 import { type Ended, LEASE_MARGIN_MS, outcomeBatch } from './outcomes.js';
@@ -84,130 +84,171 @@ export interface Worker {
 }
 
 export async function startWorker(deps: WorkerDeps): Promise<Worker> {
-  const { db, engine, config, logger, metrics } = deps;
-  const now = deps.now ?? Date.now;
-  const assigned = assignment(
-    engine,
-    { id: randomUUID(), host: hostname(), pid: process.pid, build: deps.build },
-    { beatMs: config.pollMs, leaseMs: config.workerLeaseMs },
-  );
-  const held = localQueue({
-    budget: config.concurrency,
-    bound: config.concurrencyPerWebhook,
-    startWithinMs: config.timeoutMs + LEASE_MARGIN_MS,
-  });
-  const batch = outcomeBatch();
-  const attempt = attempter(deps);
-  const wakeup = bell();
-  let stopping = false;
-  let publishAt = 0;
-  let housekeepingAt = 0;
-  let exchangedAt = Number.NEGATIVE_INFINITY;
-  const claims = claimTiming(config);
+  const worker = new DeliveryWorker(deps);
+  await worker.start();
+  return { wake: worker.wakeup.ring, stop: (graceMs) => worker.stop(graceMs) };
+}
 
-  const unlisten = await Promise.all([
-    // Deliveries queued: the notification names their partitions (none: look anyway).
-    db.listen('svc_deliveries', (partitions) => {
-      const named = partitions?.split(',').map(Number);
-      if (named === undefined || named.some((p) => assigned.owns(p))) {
-        claims.announced(named);
-        wakeup.ring();
+/** The loop and its four parts (see the top of this file). */
+class DeliveryWorker {
+  readonly wakeup = bell();
+  private readonly now: () => number;
+  private readonly assigned: Assignment;
+  private readonly held: LocalQueue;
+  private readonly batch = outcomeBatch();
+  private readonly claims: ClaimTiming;
+  private readonly attempt: ReturnType<typeof attempter>;
+  private readonly report: (error: unknown, what: string) => void;
+  private stopping = false;
+  private publishAt = 0;
+  private housekeepingAt = 0;
+  private exchangedAt = Number.NEGATIVE_INFINITY;
+  private unlisten: (() => Promise<void>)[] = [];
+  private loop: Promise<void> = Promise.resolve();
+
+  constructor(private readonly deps: WorkerDeps) {
+    const { config } = deps;
+    this.now = deps.now ?? Date.now;
+    this.assigned = assignment(
+      deps.engine,
+      { id: randomUUID(), host: hostname(), pid: process.pid, build: deps.build },
+      { beatMs: config.pollMs, leaseMs: config.workerLeaseMs },
+    );
+    this.held = localQueue({
+      budget: config.concurrency,
+      bound: config.concurrencyPerWebhook,
+      startWithinMs: config.timeoutMs + LEASE_MARGIN_MS,
+    });
+    this.claims = claimTiming(config);
+    this.attempt = attempter(deps);
+    this.report = rateLimited(deps.logger);
+  }
+
+  async start() {
+    const { db } = this.deps;
+    this.unlisten = await Promise.all([
+      // Deliveries queued: the notification names their partitions (none: look anyway).
+      db.listen('svc_deliveries', (partitions) => {
+        const named = partitions?.split(',').map(Number);
+        if (named === undefined || named.some((p) => this.assigned.owns(p))) {
+          this.claims.announced(named);
+          this.wakeup.ring();
+        }
+      }),
+      db.listen('svc_workers', () => this.assigned.soon()),
+      // An event committed: looked for once it may have been left behind. One wake-up covers every
+      // commit until then (at 200 events/s, one timer instead of 200 a second).
+      db.listen('svc_outbox', () => {
+        if (this.publishAt <= this.now() + LEFT_BEHIND_MS) return;
+        this.publishAt = this.now() + LEFT_BEHIND_MS;
+        setTimeout(this.wakeup.ring, LEFT_BEHIND_MS).unref();
+      }),
+    ]);
+    await this.assigned.start(
+      () => {
+        // Its partitions changed: what it holds of others' goes back, and it looks at its own anew.
+        this.keepOwned();
+        this.claims.roomFreed();
+        this.deps.metrics?.partitions.set(this.assigned.partitions.length);
+        this.wakeup.ring();
+      },
+      (error) => this.report(error, 'worker beat failed; trying again at the next'),
+    );
+    this.loop = this.run();
+  }
+
+  private async run() {
+    while (!this.stopping) {
+      let waitMs = this.deps.config.pollMs;
+      try {
+        waitMs = await this.round();
+      } catch (error) {
+        this.report(error, 'webhook worker round failed');
       }
-    }),
-    db.listen('svc_workers', () => assigned.soon()),
-    // An event committed: looked for once it may have been left behind. One wake-up covers every
-    // commit until then (at 200 events/s, one timer instead of 200 a second).
-    db.listen('svc_outbox', () => {
-      if (publishAt <= now() + LEFT_BEHIND_MS) return;
-      publishAt = now() + LEFT_BEHIND_MS;
-      setTimeout(wakeup.ring, LEFT_BEHIND_MS).unref();
-    }),
-  ]);
-
-  const report = rateLimited(logger);
-  await assigned.start(
-    () => {
-      // Its partitions changed: what it holds of others' goes back, and it looks at its own anew.
-      keepOwned();
-      claims.roomFreed();
-      metrics?.partitions.set(assigned.partitions.length);
-      wakeup.ring();
-    },
-    (error) => report(error, 'worker beat failed; trying again at the next'),
-  );
+      if (!this.stopping) await this.wakeup.wait(waitMs);
+    }
+  }
 
   /** Starts every held delivery that may start now. */
-  function startReady() {
-    for (let next = held.take(now()); next !== null; next = held.take(now())) {
+  private startReady() {
+    const { held, batch, deps } = this;
+    for (let next = held.take(this.now()); next !== null; next = held.take(this.now())) {
       const { claimed, leaseEndsAt } = next;
-      const done = attempt(claimed).then(
+      const done = this.attempt(claimed).then(
         (a) => {
-          noticeAttempt(logger, claimed, a);
+          noticeAttempt(deps.logger, claimed, a);
           batch.add({ claimed, recorded: a.recorded, leaseEndsAt, class: a.class });
-          ended(claimed);
+          this.ended(claimed);
         },
         (error: unknown) => {
           // attempt() answers every failure itself; this is a bug, and the lease returns the delivery.
-          report(error, 'webhook attempt broke; its lease will return the delivery to the queue');
-          ended(claimed);
+          this.report(error, 'webhook attempt broke; its lease will return the delivery to the queue');
+          this.ended(claimed);
         },
       );
       held.attempting(claimed.id, done);
     }
   }
 
-  function ended(claimed: Claimed) {
-    held.end(claimed);
+  private ended(claimed: Claimed) {
+    this.held.end(claimed);
     // Room freed calls for a claim once the local queue is shorter than the budget: a claim walks
     // every webhook with deliveries due in its partitions, so fewer and larger claims cost less.
-    if (held.queued < config.concurrency) claims.roomFreed(partitionOf(claimed.webhook_id));
-    startReady();
-    wakeup.ring();
+    if (this.held.queued < this.deps.config.concurrency) {
+      this.claims.roomFreed(partitionOf(claimed.webhook_id));
+    }
+    this.startReady();
+    this.wakeup.ring();
   }
 
   /** Lets go of what it holds of webhooks it no longer owns. */
-  function keepOwned() {
-    held.drop((c) => assigned.owns(partitionOf(c.webhook_id)));
+  private keepOwned() {
+    this.held.drop((c) => this.assigned.owns(partitionOf(c.webhook_id)));
   }
 
   /** One round; answers how long to wait for the next when nothing calls for one sooner. */
-  async function round(): Promise<number> {
-    if (now() >= housekeepingAt) {
-      housekeepingAt = now() + HOUSEKEEPING_MS;
-      await releaseExpiredLeases(engine);
+  private async round(): Promise<number> {
+    const { deps, held, claims, batch } = this;
+    const now = this.now;
+    if (now() >= this.housekeepingAt) {
+      this.housekeepingAt = now() + HOUSEKEEPING_MS;
+      await releaseExpiredLeases(deps.engine);
     }
-    if (now() >= publishAt) {
-      publishAt = now() + config.pollMs;
-      const published = await publishEvents(db, { wait: false, olderThanMs: LEFT_BEHIND_MS });
-      if (published.busy) publishAt = now() + LEFT_BEHIND_MS;
+    if (now() >= this.publishAt) {
+      this.publishAt = now() + deps.config.pollMs;
+      const published = await publishEvents(deps.db, { wait: false, olderThanMs: LEFT_BEHIND_MS });
+      if (published.busy) this.publishAt = now() + LEFT_BEHIND_MS;
     }
     // While armed deliveries wait to start, the worker is busy without the database: it exchanges
     // at most every SVC_WEBHOOK_BATCH_MS, so that outcomes and claims gather into one statement.
-    const gap = held.armedWaiting > 0 && !stopping ? exchangedAt + config.batchMs - now() : 0;
-    if (gap > 0) return Math.max(1, Math.min(gap, publishAt - now()));
+    const gap = held.armedWaiting > 0 && !this.stopping ? this.exchangedAt + deps.config.batchMs - now() : 0;
+    if (gap > 0) return Math.max(1, Math.min(gap, this.publishAt - now()));
     const outcomes = batch.take(now());
     // Holding all it may, it claims nothing now: an attempt that ends calls for the next claim.
-    const wanted = !stopping && held.room() > 0 && claims.due(now());
-    const walk = wanted ? claims.begin(now(), assigned.partitions, heldPartitions()) : [];
-    await exchangeNow(outcomes, walk.length > 0 ? held.room() : 0, walk);
-    metrics?.inFlight.set(held.running);
-    return Math.max(1, Math.min(claims.waitMs(now()), publishAt - now(), batch.writeInMs(now())));
+    const wanted = !this.stopping && held.room() > 0 && claims.due(now());
+    const walk = wanted ? claims.begin(now(), this.assigned.partitions, this.heldPartitions()) : [];
+    await this.exchangeNow(outcomes, walk.length > 0 ? held.room() : 0, walk);
+    deps.metrics?.inFlight.set(held.running);
+    return Math.max(1, Math.min(claims.waitMs(now()), this.publishAt - now(), batch.writeInMs(now())));
   }
 
   /** The partitions of the webhooks it holds deliveries of: room frees there. */
-  function* heldPartitions() {
-    for (const webhook of held.webhooks()) yield partitionOf(webhook);
+  private *heldPartitions() {
+    for (const webhook of this.held.webhooks()) yield partitionOf(webhook);
   }
 
-  async function exchangeNow(outcomes: Ended[], take: number, walk: readonly number[]) {
+  /** One exchange (delivery_exchange): what it let go and arms, the outcomes, then a claim of `take`. */
+  private async exchangeNow(outcomes: Ended[], take: number, walk: readonly number[]) {
+    const { deps, held, batch } = this;
+    const { config } = deps;
     const released = held.released();
     const arming = held.toArm();
     if (outcomes.length === 0 && take === 0 && released.length === 0 && arming.ids.length === 0) return;
-    const claimedAt = now();
+    const claimedAt = this.now();
     let result: Exchanged;
     try {
-      result = await exchange(engine, outcomes, {
-        worker: assigned.worker.id,
+      result = await exchange(deps.engine, outcomes, {
+        worker: this.assigned.worker.id,
         leaseMs: config.leaseMs,
         armed: arming.ids,
         released,
@@ -223,69 +264,60 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     } catch (error) {
       // The database refused: claims wait for the poll, the rest for the write's back-off.
       held.untold(released);
-      const lost = batch.failed(outcomes, now());
-      report(error, 'webhook outcomes not written and nothing claimed; trying again');
-      if (lost > 0) logger.warn({ deliveries: lost }, 'outcomes not written before their leases ended');
+      const lost = batch.failed(outcomes, this.now());
+      this.report(error, 'webhook outcomes not written and nothing claimed; trying again');
+      if (lost > 0) deps.logger.warn({ deliveries: lost }, 'outcomes not written before their leases ended');
       return;
     }
     batch.written();
-    exchangedAt = now();
+    this.exchangedAt = this.now();
     held.armed(arming.ids);
     held.othersInFlight(result.shared);
-    if (take > 0) metrics?.claims.inc();
+    this.recorded(outcomes, result, take);
+    for (const claimed of result.claimed) held.hold(claimed, claimedAt + config.leaseMs);
+    // A beat during the exchange may have moved partitions it claimed in.
+    if (result.claimed.length > 0) this.keepOwned();
+    this.startReady();
+  }
+
+  /** What an exchange wrote and found: metrics, logs, retries to wake for, webhooks gone inactive. */
+  private recorded(outcomes: Ended[], result: Exchanged, take: number) {
+    const { deps, claims, now } = this;
+    if (take > 0) deps.metrics?.claims.inc();
     const written = outcomes.filter((o) => result.written.has(o.claimed.id));
-    countWritten(metrics, written);
+    countWritten(deps.metrics, written);
     for (const o of written) {
       if (o.recorded.nextRetryInMs !== null) claims.retryAt(now() + o.recorded.nextRetryInMs);
     }
     if (take > 0) claims.end(now(), result.claimed.length, result.backlog);
-    noticeTallies(logger, metrics, result.tallies, deps.notify);
+    noticeTallies(deps.logger, deps.metrics, result.tallies, deps.notify);
     const inactive = new Set(result.tallies.filter((t) => !t.active).map((t) => t.webhookId));
-    if (inactive.size > 0) held.drop((c) => !inactive.has(c.webhook_id));
-    for (const claimed of result.claimed) held.hold(claimed, claimedAt + config.leaseMs);
-    // A beat during the exchange may have moved partitions it claimed in.
-    if (result.claimed.length > 0) keepOwned();
-    startReady();
+    if (inactive.size > 0) this.held.drop((c) => !inactive.has(c.webhook_id));
   }
 
-  const loop = (async () => {
-    while (!stopping) {
-      let waitMs = config.pollMs;
-      try {
-        waitMs = await round();
-      } catch (error) {
-        report(error, 'webhook worker round failed');
-      }
-      if (!stopping) await wakeup.wait(waitMs);
-    }
-  })();
-
-  return {
-    wake: wakeup.ring,
-    async stop(graceMs) {
-      stopping = true;
-      wakeup.ring();
-      await loop;
-      // What it holds unsent goes back with the last exchange, uncounted; nothing more starts.
-      held.drop(() => false);
-      await Promise.all(unlisten.map((u) => u().catch(() => {})));
-      await assigned
-        .leave()
-        .catch((error) => report(error, 'partitions not handed back; they free at the lease'));
-      await held.settle(graceMs);
-      await exchangeNow(batch.unwritten(), 0, []);
-      const unfinished = held.runningIds();
-      if (unfinished.length > 0) {
-        // Cut first: a receiver must not still hold them when the webhook's next owner takes the
-        // slots they free. Their outcomes are not written: the leases go back, counted.
-        await deps.sender.close().catch(() => {});
-        await giveBack(engine, assigned.worker.id, unfinished, 'el proceso se detuvo').catch((error) =>
-          report(error, 'in-flight deliveries not handed back; their leases will return them'),
-        );
-        logger.warn({ deliveries: unfinished.length }, 'in-flight deliveries handed back at shutdown');
-      }
-    },
-  };
+  async stop(graceMs: number) {
+    const { deps, held } = this;
+    this.stopping = true;
+    this.wakeup.ring();
+    await this.loop;
+    // What it holds unsent goes back with the last exchange, uncounted; nothing more starts.
+    held.drop(() => false);
+    await Promise.all(this.unlisten.map((u) => u().catch(() => {})));
+    await this.assigned
+      .leave()
+      .catch((error) => this.report(error, 'partitions not handed back; they free at the lease'));
+    await held.settle(graceMs);
+    await this.exchangeNow(this.batch.unwritten(), 0, []);
+    const unfinished = held.runningIds();
+    if (unfinished.length === 0) return;
+    // Cut first: a receiver must not still hold them when the webhook's next owner takes the slots
+    // they free. Their outcomes are not written: the leases go back, counted.
+    await deps.sender.close().catch(() => {});
+    await giveBack(deps.engine, this.assigned.worker.id, unfinished, 'el proceso se detuvo').catch((error) =>
+      this.report(error, 'in-flight deliveries not handed back; their leases will return them'),
+    );
+    deps.logger.warn({ deliveries: unfinished.length }, 'in-flight deliveries handed back at shutdown');
+  }
 }
 
 /** A wake-up the loop waits on: a ring before the wait ends it at once. */
