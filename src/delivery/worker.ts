@@ -243,7 +243,8 @@ class DeliveryWorker {
     const { config } = deps;
     const released = held.released();
     const arming = held.toArm();
-    if (outcomes.length === 0 && take === 0 && released.length === 0 && arming.ids.length === 0) return;
+    const nothing = [outcomes, released, arming.ids, arming.shared].every((list) => list.length === 0);
+    if (nothing && take === 0) return;
     const claimedAt = this.now();
     let result: Exchanged;
     try {
