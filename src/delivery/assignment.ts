@@ -55,6 +55,9 @@ export function assignment(
       if (!again || left) return;
       again = false;
       await once();
+      // A call during the beat chained this one after a beat that set its timer: one timer only,
+      // or leave() clears the last and the other holds the process up for a beat.
+      clearTimeout(timer);
       if (!left) timer = setTimeout(next, timing.beatMs);
     });
   }

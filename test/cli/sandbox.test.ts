@@ -6,11 +6,11 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { dataDirAfterInitdb } from '../support/pglite-template.js';
+import { dataDirMigrated } from '../support/pglite-template.js';
 import { freePort, svc } from '../support/processes.js';
 
 // Past initdb already (a first start is serve.happy's subject); the demo data and the rest are made here.
-const dataDir = await dataDirAfterInitdb(await mkdtemp(join(tmpdir(), 'svc-sandbox-')));
+const dataDir = await dataDirMigrated(await mkdtemp(join(tmpdir(), 'svc-sandbox-')));
 after(() => rm(dataDir, { recursive: true, force: true }));
 
 test('a test-environment sandbox with simulated traffic', async () => {

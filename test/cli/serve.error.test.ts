@@ -8,12 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { freshSchema, MASTER_KEY_HEX } from '../support/cluster.js';
-import { dataDirAfterInitdb } from '../support/pglite-template.js';
+import { dataDirMigrated } from '../support/pglite-template.js';
 import { freePort, svc } from '../support/processes.js';
 
 const TOKEN = 'cli-test-operator-token-0123456789abcdef';
 
-const dataDir = await dataDirAfterInitdb(await mkdtemp(join(tmpdir(), 'svc-busy-port-')));
+const dataDir = await dataDirMigrated(await mkdtemp(join(tmpdir(), 'svc-busy-port-')));
 after(() => rm(dataDir, { recursive: true, force: true }));
 
 /** Something else listening on a loopback port for the duration of one test. */

@@ -8,13 +8,13 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { dataDirAfterInitdb } from '../support/pglite-template.js';
+import { dataDirMigrated } from '../support/pglite-template.js';
 import { svc } from '../support/processes.js';
 
 const GRACE_MS = 1500;
 
 // Past initdb already: this file is about the shutdown, not the first start.
-const dataDir = await dataDirAfterInitdb(await mkdtemp(join(tmpdir(), 'svc-shutdown-')));
+const dataDir = await dataDirMigrated(await mkdtemp(join(tmpdir(), 'svc-shutdown-')));
 after(() => rm(dataDir, { recursive: true, force: true }));
 
 /** A raw connection that records everything it receives and when it closed. */

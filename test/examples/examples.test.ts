@@ -14,7 +14,7 @@ import { after, before, describe, test } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 import { seededRandom } from '../../src/demo/random.js';
 import { bookingBody } from '../support/feed.js';
-import { dataDirAfterInitdb } from '../support/pglite-template.js';
+import { dataDirMigrated } from '../support/pglite-template.js';
 import { freePort, type Started, start, svc } from '../support/processes.js';
 import { until } from '../support/wait.js';
 
@@ -31,7 +31,7 @@ let server: Started;
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'svc-examples-'));
   // Past initdb already (a first start is serve.happy's subject); the demo data is made by serve.
-  await dataDirAfterInitdb(join(dir, 'data'));
+  await dataDirMigrated(join(dir, 'data'));
   const port = await freePort();
   const operatorPort = await freePort();
   base = `http://127.0.0.1:${port}/api/v1`;

@@ -11,14 +11,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { startReceiver } from '../support/https-receiver.js';
-import { dataDirAfterInitdb } from '../support/pglite-template.js';
+import { dataDirMigrated } from '../support/pglite-template.js';
 import { freePort, svc } from '../support/processes.js';
 import { FAST_SCHEDULE } from '../support/webhooks.js';
 
 const OPERATOR_TOKEN = `op_${randomBytes(24).toString('base64url')}`;
 const MASTER_KEY = randomBytes(32).toString('base64');
 
-const dataDir = await dataDirAfterInitdb(await mkdtemp(join(tmpdir(), 'svc-secrets-')));
+const dataDir = await dataDirMigrated(await mkdtemp(join(tmpdir(), 'svc-secrets-')));
 const receiver = await startReceiver();
 after(async () => {
   await receiver.close();

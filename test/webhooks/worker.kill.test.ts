@@ -11,7 +11,7 @@ import { after, test } from 'node:test';
 import { createPostgresDb } from '../../src/db/db.js';
 import { bookingBody } from '../support/feed.js';
 import { startReceiver } from '../support/https-receiver.js';
-import { dataDirAfterInitdb } from '../support/pglite-template.js';
+import { dataDirMigrated } from '../support/pglite-template.js';
 import { freePort, svc as svcProcess } from '../support/processes.js';
 import { until } from '../support/wait.js';
 import { WEBHOOK_SCOPES } from '../support/webhooks.js';
@@ -22,7 +22,7 @@ const serverUrl = process.env.TEST_DATABASE_URL;
 const receiver = await startReceiver();
 const dataDir = await mkdtemp(join(tmpdir(), 'svc-kill-'));
 // The embedded database past initdb already: this file is about the worker, not the first start.
-if (!serverUrl) await dataDirAfterInitdb(dataDir);
+if (!serverUrl) await dataDirMigrated(dataDir);
 const schema = `t_${randomBytes(6).toString('hex')}`;
 const admin = serverUrl ? createPostgresDb({ url: serverUrl, max: 1 }) : null;
 if (admin) await admin.exec(`CREATE SCHEMA ${schema}`);
