@@ -50,9 +50,14 @@ export interface RebalanceResult {
   /** Deliveries whose first arrival carried X-SVC-Attempt above 1: attempts counted but not sent. */
   firstArrivalAfterFirstAttempt: number;
   maxInFlightPerWebhook: number;
-  /** After the SIGKILL: when every webhook still owed deliveries had one again (null: none was owed). */
+  /**
+   * After the SIGKILL: when every webhook the killed worker owned that was still owed deliveries
+   * had one again (null: none was owed).
+   */
   resumedSeconds: number | null;
   webhooksPausedOverSecond: number;
+  /** The same after the SIGTERM, for the stopped worker's webhooks: its share is handed back at once. */
+  stoppedResumedSeconds: number | null;
   events: { at: number; what: string }[];
 }
 
@@ -131,10 +136,27 @@ export async function scaleOutScenario(b: Bench, tenants: Tenant[], o: ScaleSett
   return { date: new Date().toISOString(), settings: o, runs } satisfies ScaleOutResult;
 }
 
-/** How long after `at` each webhook next received a delivery: the longest wait, and how many waited over 1 s. */
-function resumption(arrivals: Arrival[], at: number) {
+/** The receiver paths of the webhooks in the partitions of the `svc worker` with this pid. */
+async function pathsOwnedBy(b: Bench, pid: number): Promise<Set<string>> {
+  const { rows } = await b.client.query<{ url: string }>(
+    `SELECT w.url FROM webhooks w
+       JOIN delivery_partitions p ON p.partition = webhook_partition(w.id)
+       JOIN delivery_workers k ON k.id = p.owner
+      WHERE k.pid = $1`,
+    [pid],
+  );
+  return new Set(rows.map((r) => new URL(r.url).pathname));
+}
+
+/**
+ * How long after `at` each of the webhooks at `paths` next received a delivery: the longest wait,
+ * and how many waited over 1 s.
+ */
+function resumption(arrivals: Arrival[], at: number, paths: Set<string>) {
   const next = new Map<string, number>();
-  for (const a of arrivals) if (a.at > at && !next.has(a.path)) next.set(a.path, a.at - at);
+  for (const a of arrivals) {
+    if (a.at > at && paths.has(a.path) && !next.has(a.path)) next.set(a.path, a.at - at);
+  }
   const waits = [...next.values()];
   return {
     resumedSeconds: waits.length > 0 ? round(Math.max(...waits) / 1000, 2) : null,
@@ -144,8 +166,8 @@ function resumption(arrivals: Arrival[], at: number) {
 
 /**
  * Three workers drain; at 20% of the backlog a fourth starts, at 40% one is SIGKILLed, at 60% another
- * gets SIGTERM. The attempt time-out is set 1.5 s under the lease (it must be shorter) so that the
- * lease can be short.
+ * gets SIGTERM. The leases of deliveries and of workers are both `leaseSeconds`, the attempt
+ * time-out 1.5 s under it (it must be shorter) so that the lease can be short.
  */
 export async function rebalanceScenario(
   b: Bench,
@@ -155,6 +177,8 @@ export async function rebalanceScenario(
   const env = {
     SVC_WEBHOOK_LEASE_SECONDS: String(o.leaseSeconds),
     SVC_WEBHOOK_TIMEOUT_MS: String(Math.max(100, o.leaseSeconds * 1000 - 1500)),
+    // The lease of the killed worker itself: its partitions free when it ends.
+    SVC_WEBHOOK_WORKER_LEASE_MS: String(o.leaseSeconds * 1000),
   };
   const { serve, expected } = await queueBacklog(b, tenants, o);
   const count = distinct(b.receiver);
@@ -172,10 +196,16 @@ export async function rebalanceScenario(
     workers.push(...(await startWorkers(b, o, 1, env)));
     note('a 4th worker ready');
     await reach(0.4);
+    const killed = await pathsOwnedBy(b, workers[1]?.pid ?? 0);
     const killedAt = performance.now();
     await workers[1]?.stop('SIGKILL');
     note('worker 2 SIGKILLed');
+    // The SIGTERM comes once the killed worker's lease has ended and its share was taken, so that
+    // each handover is measured on its own.
     await reach(0.6);
+    await new Promise((r) => setTimeout(r, killedAt + (o.leaseSeconds + 3) * 1000 - performance.now()));
+    const stopped = await pathsOwnedBy(b, workers[2]?.pid ?? 0);
+    const stoppedAt = performance.now();
     await workers[2]?.stop('SIGTERM');
     note('worker 3 stopped (SIGTERM)');
     const arrived = await arrivalsOf(b.receiver, expected, Math.max(30_000, o.leaseSeconds * 3000));
@@ -190,7 +220,8 @@ export async function rebalanceScenario(
       duplicates: all.length - arrived.length,
       firstArrivalAfterFirstAttempt: [...firstAttempt.values()].filter((n) => n > 1).length,
       maxInFlightPerWebhook: maxInFlight(b.receiver),
-      ...resumption(all, killedAt),
+      ...resumption(all, killedAt, killed),
+      stoppedResumedSeconds: resumption(all, stoppedAt, stopped).resumedSeconds,
       events,
     } satisfies RebalanceResult;
   } finally {

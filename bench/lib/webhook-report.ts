@@ -76,11 +76,12 @@ function webhookTargets(r: WebhookResult): Target[] {
         String(b.maxInFlightPerWebhook),
         b.maxInFlightPerWebhook <= perWebhook,
       ),
+      // Its partitions free when its lease ends, at the next beat of another worker (every second).
       t(
         "Rebalancing: the killed worker's webhooks resume",
-        `within the lease (${leaseSeconds} s)`,
+        `when its lease ends (${leaseSeconds} s, + 1 s beat)`,
         resumed === null ? 'no webhook had work left after the kill' : `${resumed} s`,
-        resumed === null ? null : resumed <= leaseSeconds,
+        resumed === null ? null : resumed <= leaseSeconds + 1,
       ),
     );
   }
@@ -154,8 +155,9 @@ function rebalanceSection(b: NonNullable<WebhookResult['rebalance']>): string {
       `${b.events.map((e) => `${e.what} at ${e.at} s`).join(', ')}. ` +
       `Lost ${b.lost}, duplicates ${b.duplicates}, first arrivals with an attempt above 1: ${b.firstArrivalAfterFirstAttempt}; ` +
       `most attempts in flight at one webhook ${b.maxInFlightPerWebhook} (bound ${b.settings.perWebhook}); ` +
-      `after the kill every webhook with work left had a delivery within ${b.resumedSeconds ?? '-'} s ` +
-      `(${b.webhooksPausedOverSecond} waited over 1 s).`,
+      `after the kill every webhook of the killed worker with work left had a delivery within ${b.resumedSeconds ?? '-'} s ` +
+      `(${b.webhooksPausedOverSecond} waited over 1 s); after the SIGTERM every webhook of the stopped worker ` +
+      `within ${b.stoppedResumedSeconds ?? '-'} s.`,
   ].join('\n');
 }
 

@@ -28,8 +28,8 @@ LANGUAGE sql VOLATILE AS $$
 $$;
 
 -- 1. The publisher (src/delivery/publish.ts): moves up to `batch` committed events from the outbox
--- into the log and fans each out to the webhooks subscribed to it, under one advisory lock, in one
--- call. Without `wait` it returns busy at once when another publisher holds the lock. Every batch is
+-- into the log and fans each out to the webhooks subscribed to it, under one advisory lock of this
+-- schema's (the log is the schema's; another schema's publishers do not wait for it), in one call. Without `wait` it returns busy at once when another publisher holds the lock. Every batch is
 -- stamped later than the database's clock and than everything already in the log, so the log only
 -- grows at its head (a reader that stops at the last event it saw never misses one).
 CREATE OR REPLACE FUNCTION publish_outbox(batch integer, wait boolean)
@@ -42,8 +42,8 @@ DECLARE
   parts text;
 BEGIN
   IF wait THEN
-    PERFORM pg_advisory_xact_lock(734110902);
-  ELSIF NOT pg_try_advisory_xact_lock(734110902) THEN
+    PERFORM pg_advisory_xact_lock(734110902, hashtext(current_schema()));
+  ELSIF NOT pg_try_advisory_xact_lock(734110902, hashtext(current_schema())) THEN
     RETURN QUERY SELECT 0, 0, true;
     RETURN;
   END IF;

@@ -100,6 +100,9 @@ class DeliveryWorker {
   private readonly attempt: ReturnType<typeof attempter>;
   private readonly report: (error: unknown, what: string) => void;
   private stopping = false;
+  /** Partitions it took since its last claim, and those it owned before. */
+  private gained = new Set<number>();
+  private owned = new Set<number>();
   private publishAt = 0;
   private housekeepingAt = 0;
   private exchangedAt = Number.NEGATIVE_INFINITY;
@@ -147,6 +150,8 @@ class DeliveryWorker {
     await this.assigned.start(
       () => {
         // Its partitions changed: what it holds of others' goes back, and it looks at its own anew.
+        for (const p of this.assigned.partitions) if (!this.owned.has(p)) this.gained.add(p);
+        this.owned = new Set(this.assigned.partitions);
         this.keepOwned();
         this.claims.roomFreed();
         this.deps.metrics?.partitions.set(this.assigned.partitions.length);
@@ -225,6 +230,14 @@ class DeliveryWorker {
     if (gap > 0) return Math.max(1, Math.min(gap, this.publishAt - now()));
     const outcomes = batch.take(now());
     // Holding all it may, it claims nothing now: an attempt that ends calls for the next claim.
+    // Partitions it just took are claimed from first and alone, up to its budget beyond what it
+    // holds: their webhooks (a dead or stopping worker's) must not wait behind its own backlog.
+    const gained = this.stopping ? [] : this.assigned.partitions.filter((p) => this.gained.has(p));
+    this.gained.clear();
+    if (gained.length > 0) {
+      await this.exchangeNow(outcomes, Math.max(held.room(), deps.config.concurrency), gained);
+      return 1;
+    }
     const wanted = !this.stopping && held.room() > 0 && claims.due(now());
     const walk = wanted ? claims.begin(now(), this.assigned.partitions, this.heldPartitions()) : [];
     await this.exchangeNow(outcomes, walk.length > 0 ? held.room() : 0, walk);
