@@ -47,7 +47,7 @@ const PAGE = 25;
 type Summary = { rounds: number[]; perSecond: number; cpuUs: number; p99Ms: number; failures: number };
 type Endpoint = { name: string; path: string; label: string };
 type EndpointResult = Endpoint & {
-  servers: Record<string, Summary>;
+  servers: { api?: Summary; minimal?: Summary; baseline?: Summary };
   ofMinimal: number;
   ofBaseline: number | null;
 };
@@ -111,18 +111,9 @@ async function measure(dataset: Dataset): Promise<EndpointResult[]> {
     const list = await endpoints(s.baseUrl, key, dataset.largestOrganization.bookings);
     const identity = await call<unknown>(`${s.baseUrl}/integrations/me`, 'GET', key);
     const port = await freePort();
-    const config: MinimalConfig = {
-      databaseUrl: url,
-      organizationId,
-      integrationId,
-      identity,
-      port,
-    };
-    servers.push({
-      name: 'minimal',
-      child: await startScript('minimal.ts', config),
-      baseUrl: `http://127.0.0.1:${port}/api/v1`,
-    });
+    const config: MinimalConfig = { databaseUrl: url, organizationId, integrationId, identity, port };
+    const minimal = await startScript('minimal.ts', config);
+    servers.push({ name: 'minimal', child: minimal, baseUrl: `http://127.0.0.1:${port}/api/v1` });
     if (o.baseline) {
       // Another build on ports of its own, with the same keys and data.
       const other: Service = { ...(await service(url, {}, s)), root: resolve(o.baseline) };
@@ -140,20 +131,19 @@ async function measure(dataset: Dataset): Promise<EndpointResult[]> {
       }
     }
     return list.map((e) => {
-      const summary = Object.fromEntries(
-        servers.map(({ name }) => {
-          const mine = runs.get(`${name} ${e.name}`) ?? [];
-          const failures = mine.reduce((n, x) => n + x.failures, 0);
-          return [name, { rounds: mine.map((x) => x.perSecond), ...r.medians(mine), failures }];
-        }),
-      );
+      const summary = (name: string): Summary | undefined => {
+        const mine = runs.get(`${name} ${e.name}`);
+        const failures = mine?.reduce((n, x) => n + x.failures, 0) ?? 0;
+        return mine && { rounds: mine.map((x) => x.perSecond), ...r.medians(mine), failures };
+      };
+      const [api, minimal, baseline] = ['api', 'minimal', 'baseline'].map(summary);
       const share = (other?: Summary) =>
-        other ? r.round((summary.api?.perSecond ?? 0) / Math.max(1, other.perSecond), 3) : null;
+        other ? r.round(api!.perSecond / Math.max(1, other.perSecond), 3) : null;
       return {
         ...e,
-        servers: summary,
-        ofMinimal: share(summary.minimal) ?? 0,
-        ofBaseline: share(summary.baseline),
+        servers: { api, minimal, baseline },
+        ofMinimal: share(minimal) ?? 0,
+        ofBaseline: share(baseline),
       };
     });
   } finally {
@@ -170,8 +160,8 @@ async function main(): Promise<void> {
     dataset,
     endpoints: await measure(dataset),
   };
-  const pair = (e: EndpointResult, f: (s: Summary) => number) =>
-    ['api', 'minimal'].map((name) => (e.servers[name] ? f(e.servers[name]) : '-')).join(' / ');
+  const pair = ({ servers: s }: EndpointResult, f: (s: Summary) => number) =>
+    `${s.api ? f(s.api) : '-'} / ${s.minimal ? f(s.minimal) : '-'}`;
   const targets = result.endpoints.flatMap((e): r.Target[] => {
     const goal = GOALS[e.name];
     return goal

@@ -1,25 +1,43 @@
 // npm run bench:webhooks [-- --scenarios fast,scale-out,rebalance --quick ...]   (bench/README.md)
 //
 // Webhook delivery on PostgreSQL, the service driven only through its processes (`svc serve`,
-// `svc worker`), its feed and public APIs, and observed at an HTTPS receiver:
-// - fast (lib/fast.ts): receivers that answer at once; the graphile-worker + undici reference,
-//   `serve` and `serve + 1 worker` in the same run: latency at a fixed feed rate, then a drain;
-// - scale-out (lib/scale.ts): a backlog to 200 webhooks in 50 organizations answering in 100 ms,
-//   drained by 1, 2 and 4 `svc worker` processes, with the CPU each delivery cost;
-// - rebalance (lib/scale.ts): during such a drain a worker starts, one is SIGKILLed and one SIGTERMed.
+// `svc worker`), its feed and public APIs, and observed at an HTTPS receiver (lib/feed.ts):
+// - fast: receivers that answer at once; the graphile-worker + undici reference, `serve` and
+//   `serve + 1 worker` taking turns in each round. Each starts afresh, warms up, is timed at a fixed
+//   feed rate (open model: commit to arrival), then drains a backlog queued while nothing delivered:
+//   its processes started together, the rate and CPU per delivery from the first arrival to the last;
+// - scale-out: a backlog to 200 webhooks in 50 organizations answering in 100 ms, queued through
+//   `svc serve` with its worker off (left running), drained by 1, 2 and 4 `svc worker` processes of
+//   16 attempts in flight each; the rate and CPU per delivery from every worker ready;
+// - rebalance: during such a drain a worker starts, one is SIGKILLed and one SIGTERMed.
 // Results of the scenarios not run are carried over from the newest saved result.
+import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { type FastResult, fastScenario } from './lib/fast.js';
-import { type Bench, createTenant, engineWrite, Feed, type Tenant } from './lib/feed.js';
-import { createDatabase, service, startServe, stopAll } from './lib/proc.js';
-import { startReceiver } from './lib/receiver.js';
-import * as r from './lib/report.js';
 import {
-  type RebalanceResult,
-  rebalanceScenario,
-  type ScaleOutResult,
-  scaleOutScenario,
-} from './lib/scale.js';
+  arrivalsOf,
+  type Bench,
+  createTenant,
+  type Drain,
+  distinct,
+  drain,
+  engineWrite,
+  Feed,
+  openLoop,
+  queue,
+  type Tenant,
+} from './lib/feed.js';
+import {
+  type Child,
+  createDatabase,
+  service,
+  startScript,
+  startServe,
+  startWorker,
+  stopAll,
+} from './lib/proc.js';
+import { type Arrival, startReceiver } from './lib/receiver.js';
+import { type ReferenceConfig, referenceWrite, resetReference } from './lib/reference.js';
+import * as r from './lib/report.js';
 
 const o = r.cli(
   {
@@ -55,14 +73,23 @@ const o = r.cli(
 const scenarios = new Set(o.scenarios.split(','));
 for (const s of scenarios)
   if (!['fast', 'scale-out', 'rebalance'].includes(s)) throw new Error(`no scenario ${s}`);
+if (!o.workers.split(',').every((n) => Number(n) > 0)) throw new Error('--workers takes positive numbers');
+/** The scale-out and rebalance tenants and receivers, as their records state them. */
+const scale = {
+  organizations: o.organizations,
+  webhooks: o.organizations * o.webhooksPerOrganization,
+  answerMs: o.answerMs,
+  workerConcurrency: o.workerConcurrency,
+  perWebhook: o.perWebhook,
+};
 
 /** One run of the webhook benchmark, as bench/results keeps it. */
 interface WebhookResult {
   date: string;
   machine: ReturnType<typeof r.machine>;
-  fast: FastResult | null;
-  scaleOut: ScaleOutResult | null;
-  rebalance: RebalanceResult | null;
+  fast: Awaited<ReturnType<typeof fastScenario>> | null;
+  scaleOut: Awaited<ReturnType<typeof scaleOutScenario>> | null;
+  rebalance: Awaited<ReturnType<typeof rebalanceScenario>> | null;
 }
 
 async function main(): Promise<void> {
@@ -91,23 +118,9 @@ async function main(): Promise<void> {
       tenants.push(await createTenant(s, receiver, paths(o.webhooksPerOrganization, `/s/${i}`)));
     await setup.stop();
     await client.connect();
-    if (scenarios.has('fast')) run.fast = await fastScenario(b, fastTenant, o);
-    const scale = {
-      organizations: tenants.length,
-      webhooks: tenants.length * o.webhooksPerOrganization,
-      answerMs: o.answerMs,
-      workerConcurrency: o.workerConcurrency,
-      perWebhook: o.perWebhook,
-    };
-    if (scenarios.has('scale-out')) {
-      const workers = o.workers.split(',').map(Number);
-      if (!workers.every((n) => n > 0)) throw new Error('--workers takes positive numbers');
-      run.scaleOut = await scaleOutScenario(b, tenants, { ...scale, deliveries: o.deliveries }, workers);
-    }
-    if (scenarios.has('rebalance')) {
-      const sizes = { deliveries: o.rebalanceDeliveries, leaseSeconds: o.leaseSeconds };
-      run.rebalance = await rebalanceScenario(b, tenants, { ...scale, ...sizes });
-    }
+    if (scenarios.has('fast')) run.fast = await fastScenario(b, fastTenant);
+    if (scenarios.has('scale-out')) run.scaleOut = await scaleOutScenario(b, tenants);
+    if (scenarios.has('rebalance')) run.rebalance = await rebalanceScenario(b, tenants);
   } finally {
     await stopAll();
     await write.close();
@@ -129,6 +142,248 @@ async function main(): Promise<void> {
     charts: charts(result),
   });
 }
+
+// Fast receivers.
+
+interface FastRound {
+  /** Commit (the write's answer) to arrival at the fixed rate, and the feed write itself, ms. */
+  latency: { p99: number; feedP99: number };
+  drain: Drain;
+}
+
+interface Configuration {
+  name: string;
+  label: string;
+  feed: Feed;
+  tenant: Tenant;
+  start(): Promise<Child[]>;
+  /** How the feed is queued while nothing delivers: through serve (its worker off) or not. */
+  serveEnv: NodeJS.ProcessEnv | null;
+}
+
+/** Warm-up, then commit to arrival at a fixed feed rate. */
+async function latency(b: Bench, c: Configuration): Promise<FastRound['latency']> {
+  const phase = async (send: () => Promise<void>) => {
+    b.receiver.reset();
+    c.feed.forget();
+    await send();
+    return arrivalsOf(b.receiver, c.feed.expected());
+  };
+  await phase(() => c.feed.burst([c.tenant], o.warmUpEvents));
+  const arrived = await phase(() => openLoop(o.rate, o.latencySeconds, () => c.feed.put(c.tenant)));
+  const fromCommit = arrived.flatMap((a) => {
+    const sent = c.feed.sent.get((JSON.parse(a.body) as { resource: { id: string } }).resource.id);
+    return sent ? [a.at - sent.answeredAt] : [];
+  });
+  const feedMs = [...c.feed.sent.values()].map((x) => x.answeredAt - x.sentAt);
+  return { p99: r.round(r.percentile(fromCommit, 0.99)), feedP99: r.round(r.percentile(feedMs, 0.99)) };
+}
+
+async function measure(b: Bench, c: Configuration): Promise<FastRound> {
+  const stop = (children: Child[]) => Promise.all(children.map((child) => child.stop()));
+  let children = await c.start();
+  const timed = await latency(b, c).finally(() => stop(children));
+  const { serve, expected } = await queue(b, c.feed, [c.tenant], o.drainEvents, c.serveEnv);
+  await serve?.stop();
+  children = await c.start();
+  const drained = await drain(b, expected, children, 'first arrival').finally(() => stop(children));
+  r.log(
+    `fast ${c.label}: p99 ${timed.p99} ms (feed ${timed.feedP99} ms), drain ${drained.perSecond}/s, ` +
+      `${drained.cpu.nodeUs} + ${drained.cpu.postgresUs} µs/delivery, ${drained.missing} missing`,
+  );
+  return { latency: timed, drain: drained };
+}
+
+function configurations(b: Bench, tenant: Tenant, pool: pg.Pool): Configuration[] {
+  const paths = tenant.paths.map((p) => `/r${p}`);
+  const inFlight = tenant.paths.length * o.perWebhook;
+  const config: ReferenceConfig = {
+    databaseUrl: b.url,
+    webhooks: paths.map((p) => ({
+      url: b.receiver.url(p),
+      secret: `whsec_${randomBytes(24).toString('base64url')}`,
+    })),
+    concurrency: inFlight,
+    localQueue: inFlight * 4,
+    timeoutMs: 10_000,
+    caFile: b.receiver.caFile,
+  };
+  const engine = (workers: number): Configuration => ({
+    name: workers === 0 ? 'serve' : `serve+${workers}`,
+    label: workers === 0 ? 'serve' : `serve + ${workers} worker`,
+    feed: b.feed,
+    tenant,
+    start: () =>
+      Promise.all([startServe(b.service), ...Array.from({ length: workers }, () => startWorker(b.service))]),
+    serveEnv: {},
+  });
+  return [
+    {
+      name: 'reference',
+      label: 'graphile-worker + undici (reference)',
+      feed: new Feed(referenceWrite(pool)),
+      tenant: { ...tenant, paths },
+      start: async () => [await startScript('webhook-reference.ts', config)],
+      serveEnv: null,
+    },
+    engine(0),
+    engine(1),
+  ];
+}
+
+async function fastScenario(b: Bench, tenant: Tenant) {
+  b.receiver.delayMs = 0;
+  await resetReference(b.url);
+  const pool = new pg.Pool({ connectionString: b.url, max: 16 });
+  const all = configurations(b, tenant, pool);
+  const rounds = new Map<string, FastRound[]>(all.map((c) => [c.name, []]));
+  try {
+    for (const c of r.turns(all, o.rounds)) rounds.get(c.name)?.push(await measure(b, c));
+  } finally {
+    await pool.end();
+  }
+  const rates = (name: string) => (rounds.get(name) ?? []).map((r) => r.drain.perSecond);
+  const results = all.map(({ name, label }) => {
+    const mine = rounds.get(name) ?? [];
+    const m = (f: (r: FastRound) => number, digits = 1) => r.round(r.median(mine.map(f)), digits);
+    return {
+      name,
+      label,
+      rounds: mine,
+      /** Medians of the rounds. */
+      drainPerSecond: m((r) => r.drain.perSecond, 0),
+      latencyP99: m((r) => r.latency.p99),
+      feedP99: m((r) => r.latency.feedP99),
+      cpu: r.medians(mine.map((r) => r.drain.cpu)),
+      /** Drain rate over the reference's in the same round, the median of the rounds. */
+      ofReference: r.shareByRound(rates(name), rates('reference')),
+    };
+  });
+  const { rounds: count, webhooks, drainEvents, rate, latencySeconds } = o;
+  const settings = { rounds: count, webhooks, drainEvents, rate, latencySeconds };
+  return { date: new Date().toISOString(), settings, configurations: results };
+}
+
+// Scale-out and rebalancing.
+
+type ScaleOutRun = Drain & {
+  workers: number;
+  /** What the attempts in flight allow: workers x budget / answer time (capped by the webhooks' bounds). */
+  boundPerSecond: number;
+};
+
+/** serve's pool is kept small while it queues, so that four workers and serve stay inside the 100
+ * connections a default PostgreSQL allows (the engine keeps connections of its own). */
+const backlog = (b: Bench, tenants: Tenant[], deliveries: number) => {
+  b.receiver.delayMs = o.answerMs;
+  return queue(b, b.feed, tenants, Math.ceil(deliveries / scale.webhooks), { SVC_DB_POOL_SIZE: '8' });
+};
+
+const startWorkers = (b: Bench, n: number, env: NodeJS.ProcessEnv = {}) =>
+  Promise.all(
+    Array.from({ length: n }, () =>
+      startWorker(b.service, {
+        SVC_WEBHOOK_CONCURRENCY: String(o.workerConcurrency),
+        SVC_DB_POOL_SIZE: '4',
+        ...env,
+      }),
+    ),
+  );
+
+const stopEach = async (children: Child[]) => {
+  for (const c of children) await c.stop();
+};
+
+/** A drain by 1, 2, 4 ... workers, each of its own backlog; rate and CPU from every worker ready. */
+async function scaleOutScenario(b: Bench, tenants: Tenant[]) {
+  const runs: ScaleOutRun[] = [];
+  for (const n of o.workers.split(',').map(Number)) {
+    const { serve, expected } = await backlog(b, tenants, o.deliveries);
+    const children: Child[] = [serve!];
+    try {
+      children.push(...(await startWorkers(b, n)));
+      const bound = Math.min(n * o.workerConcurrency, scale.webhooks * o.perWebhook);
+      const run = { workers: n, ...(await drain(b, expected, children, 'ready')) };
+      runs.push({ ...run, boundPerSecond: r.round((bound * 1000) / o.answerMs, 0) });
+      r.log(
+        `scale-out ${n} worker(s): ${run.perSecond}/s, ${run.cpu.nodeUs} + ${run.cpu.postgresUs} ` +
+          `µs/delivery, machine ${r.round(run.cpu.machineBusy * 100)}% busy`,
+      );
+    } finally {
+      await stopEach(children);
+    }
+  }
+  return { date: new Date().toISOString(), settings: { ...scale, deliveries: o.deliveries }, runs };
+}
+
+/** How long after `at` each webhook next received a delivery: the longest wait, and how many waited over 1 s. */
+function resumption(arrivals: Arrival[], at: number) {
+  const next = new Map<string, number>();
+  for (const a of arrivals) if (a.at > at && !next.has(a.path)) next.set(a.path, a.at - at);
+  const waits = [...next.values()];
+  return {
+    /** After the SIGKILL: when every webhook still owed deliveries had one again (null: none was owed). */
+    resumedSeconds: waits.length > 0 ? r.round(Math.max(...waits) / 1000, 2) : null,
+    webhooksPausedOverSecond: waits.filter((w) => w > 1000).length,
+  };
+}
+
+/**
+ * Three workers drain; at 20% of the backlog a fourth starts, at 40% one is SIGKILLed, at 60% another
+ * gets SIGTERM. The attempt time-out is set 1.5 s under the lease (it must be shorter) so that the
+ * lease can be short.
+ */
+async function rebalanceScenario(b: Bench, tenants: Tenant[]) {
+  const env = {
+    SVC_WEBHOOK_LEASE_SECONDS: String(o.leaseSeconds),
+    SVC_WEBHOOK_TIMEOUT_MS: String(Math.max(100, o.leaseSeconds * 1000 - 1500)),
+  };
+  const { serve, expected } = await backlog(b, tenants, o.rebalanceDeliveries);
+  const count = distinct(b.receiver);
+  const events: { at: number; what: string }[] = [];
+  const t0 = performance.now();
+  const note = (what: string) => {
+    events.push({ at: r.round((performance.now() - t0) / 1000, 2), what });
+    r.log(`rebalance: ${what} at ${count()} of ${expected}`);
+  };
+  const reach = (share: number) => b.receiver.until(() => count() >= expected * share, 10 * 60_000);
+  const children: Child[] = [serve!];
+  try {
+    const workers = await startWorkers(b, 3, env);
+    children.push(...workers);
+    note('3 workers ready');
+    await reach(0.2);
+    children.push(...(await startWorkers(b, 1, env)));
+    note('a 4th worker ready');
+    await reach(0.4);
+    const killedAt = performance.now();
+    await workers[1]?.stop('SIGKILL');
+    note('worker 2 SIGKILLed');
+    await reach(0.6);
+    await workers[2]?.stop('SIGTERM');
+    note('worker 3 stopped (SIGTERM)');
+    const arrived = await arrivalsOf(b.receiver, expected, Math.max(30_000, o.leaseSeconds * 3000));
+    note('last arrival');
+    const all = b.receiver.arrivals;
+    const firstAttempt = new Map<string, number>();
+    for (const a of all) if (!firstAttempt.has(a.deliveryId)) firstAttempt.set(a.deliveryId, a.attempt);
+    return {
+      date: new Date().toISOString(),
+      settings: { ...scale, deliveries: expected, leaseSeconds: o.leaseSeconds },
+      lost: expected - arrived.length,
+      duplicates: all.length - arrived.length,
+      /** Deliveries whose first arrival carried X-SVC-Attempt above 1: attempts counted but not sent. */
+      firstArrivalAfterFirstAttempt: [...firstAttempt.values()].filter((n) => n > 1).length,
+      maxInFlightPerWebhook: Math.max(0, ...b.receiver.maxInFlight.values()),
+      ...resumption(all, killedAt),
+      events,
+    };
+  } finally {
+    await stopEach(children);
+  }
+}
+
+// The record.
 
 /** Issue 39's goals for scale-out: n workers at this many times one worker's rate. */
 const SCALE_GOALS: Record<number, number> = { 2: 1.8, 4: 3.2 };

@@ -108,25 +108,27 @@ export const shareByRound = (a: number[], b: number[]) => round(median(a.map((x,
 export const turns = <T>(items: T[], rounds: number) =>
   Array.from({ length: rounds }, (_, r) => items.map((_, i) => items[(i + r) % items.length]!)).flat();
 
-/** A markdown table; `head` is the header row, cells separated by "|". */
-export function table(head: string, rows: (string | number)[][]): string {
+/** A markdown table; `head` is the header row, cells separated by "|"; columns but the first aligned by `rule`. */
+export function table(head: string, rows: (string | number)[][], rule = '---:'): string {
   const cells = head.split('|');
-  const rule = cells.map((_, i) => (i === 0 ? '---' : '---:')).join('|');
-  return [`| ${cells.join(' | ')} |`, `|${rule}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+  const rules = cells.map((_, i) => (i === 0 ? '---' : rule)).join('|');
+  return [`| ${cells.join(' | ')} |`, `|${rules}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
 }
 
 /** A goal: its name, the goal, the value measured, and whether it was met (null: not measured). */
 export type Target = [name: string, goal: string, value: string, met: boolean | null];
 
 export const targetTable = (targets: Target[]) =>
-  [
-    '| Target | Goal | Measured | |',
-    '|---|---|---|---|',
-    ...targets.map(([name, goal, value, met]) => {
-      const verdict = met === null ? 'not measured' : met ? 'met' : 'MISSED';
-      return `| ${name} | ${goal} | ${value} | ${verdict} |`;
-    }),
-  ].join('\n');
+  table(
+    'Target|Goal|Measured|',
+    targets.map(([name, goal, value, met]) => [
+      name,
+      goal,
+      value,
+      met === null ? 'not measured' : met ? 'met' : 'MISSED',
+    ]),
+    '---',
+  );
 
 const isResult = (name: string, file: string) =>
   file.startsWith(`${name}-`) && /^\d{4}-.*\.json$/.test(file.slice(name.length + 1));
