@@ -145,11 +145,8 @@ async function main(): Promise<void> {
 
 // Fast receivers.
 
-interface FastRound {
-  /** Commit (the write's answer) to arrival at the fixed rate, and the feed write itself, ms. */
-  latency: { p99: number; feedP99: number };
-  drain: Drain;
-}
+/** Commit (the write's answer) to arrival at the fixed rate and the feed write itself (p99, ms), then the drain. */
+type FastRound = { latency: { p99: number; feedP99: number }; drain: Drain };
 
 interface Configuration {
   name: string;
@@ -242,19 +239,19 @@ async function fastScenario(b: Bench, tenant: Tenant) {
   } finally {
     await pool.end();
   }
-  const rates = (name: string) => (rounds.get(name) ?? []).map((r) => r.drain.perSecond);
+  const rates = (name: string) => (rounds.get(name) ?? []).map((x) => x.drain.perSecond);
   const results = all.map(({ name, label }) => {
     const mine = rounds.get(name) ?? [];
-    const m = (f: (r: FastRound) => number, digits = 1) => r.round(r.median(mine.map(f)), digits);
+    const m = (f: (x: FastRound) => number, digits = 1) => r.round(r.median(mine.map(f)), digits);
     return {
       name,
       label,
       rounds: mine,
       /** Medians of the rounds. */
-      drainPerSecond: m((r) => r.drain.perSecond, 0),
-      latencyP99: m((r) => r.latency.p99),
-      feedP99: m((r) => r.latency.feedP99),
-      cpu: r.medians(mine.map((r) => r.drain.cpu)),
+      drainPerSecond: m((x) => x.drain.perSecond, 0),
+      latencyP99: m((x) => x.latency.p99),
+      feedP99: m((x) => x.latency.feedP99),
+      cpu: r.medians(mine.map((x) => x.drain.cpu)),
       /** Drain rate over the reference's in the same round, the median of the rounds. */
       ofReference: r.shareByRound(rates(name), rates('reference')),
     };

@@ -28,14 +28,8 @@ export interface Bench {
   client: pg.Client;
 }
 
-export interface Tenant {
-  organizationId: string;
-  code: string;
-  /** Receiver paths of its webhooks (every event goes to each). */
-  paths: string[];
-  /** A key of its (first) integration. */
-  key: string;
-}
+/** An organization with webhooks: their receiver paths (every event goes to each), a key of its first integration. */
+export type Tenant = Awaited<ReturnType<typeof createTenant>>;
 
 const SCOPES = ['bookings:read', 'webhooks:read', 'webhooks:write', 'pricing:read', 'passengers:read'];
 /** The contract's most webhooks per integration: more take more integrations. */
@@ -53,7 +47,7 @@ export async function createTenant(s: Service, receiver: Receiver, paths: string
     for (const path of paths.slice(first, first + WEBHOOKS_PER_INTEGRATION))
       await call(`${s.baseUrl}/webhooks`, 'POST', key, { url: receiver.url(path), events: ['*'] });
   }
-  return { organizationId: id, code, paths, key: keys[0]! } satisfies Tenant;
+  return { organizationId: id, code, paths, key: keys[0]! };
 }
 
 /** One platform write: resolves to 201 once the event is committed, anything else when it failed. */
@@ -194,12 +188,7 @@ async function cpuSnapshot(children: Child[], client: pg.Client) {
   return { node: node.reduce<number>((a, b) => a + (b ?? 0), 0), postgres, machine: await machineCpuMs() };
 }
 
-export interface Drain {
-  deliveries: number;
-  missing: number;
-  perSecond: number;
-  cpu: CpuFigures;
-}
+export type Drain = Awaited<ReturnType<typeof drain>>;
 
 /**
  * Waits for the `expected` deliveries of a backlog that `children` (just started) drain: the rate,
@@ -207,12 +196,7 @@ export interface Drain {
  * the moment every process was ready (arrivals before it not counted). A backend born in between
  * counts whole.
  */
-export async function drain(
-  b: Bench,
-  expected: number,
-  children: Child[],
-  from: 'first arrival' | 'ready',
-): Promise<Drain> {
+export async function drain(b: Bench, expected: number, children: Child[], from: 'first arrival' | 'ready') {
   let start = performance.now();
   if (from === 'first arrival') await b.receiver.until(() => b.receiver.arrivals.length > 0, 60_000);
   const before = await cpuSnapshot(children, b.client);

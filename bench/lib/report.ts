@@ -4,7 +4,7 @@
 // BENCHMARKS.md.
 import { spawnSync } from 'node:child_process';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { cpus, loadavg, totalmem } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -70,7 +70,6 @@ export function machine() {
   return {
     cpus: all.length,
     cpuModel: all[0]?.model.trim() ?? 'unknown',
-    memoryGb: Math.round(totalmem() / 2 ** 30),
     node: process.version,
     loadAverage: loadavg().map((x) => round(x, 2)),
   };
@@ -140,15 +139,8 @@ export async function readNewest<T>(name: string): Promise<T | null> {
   return last ? (JSON.parse(await readFile(join(RESULTS, last), 'utf8')) as T) : null;
 }
 
-export interface Bar {
-  label: string;
-  value: number;
-  /** Shown after the bar (the value by default). */
-  text?: string;
-  /** A goal drawn as a tick across the bar. */
-  target?: number;
-}
-
+/** A bar: its value, the text after it (the value by default), and a goal drawn as a tick across it. */
+export type Bar = { label: string; value: number; text?: string; target?: number };
 export type Chart = { file: string; title: string; bars: Bar[] };
 
 /**
