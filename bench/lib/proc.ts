@@ -9,6 +9,7 @@ import pg from 'pg';
 import { ROOT, sleep } from './report.js';
 
 export interface Child {
+  pid: number;
   /** CPU time used so far (user + system), ms; null once the process is gone. */
   cpuMs(): Promise<number | null>;
   /** SIGTERM (SIGKILL after 10 s), or the signal given; resolves when the process has exited. */
@@ -68,6 +69,7 @@ export async function startChild(
     }),
   );
   const child: Child = {
+    pid: proc.pid!,
     cpuMs: () => (exited === null ? cpuMs(proc.pid!) : Promise.resolve(null)),
     async stop(signal = 'SIGTERM') {
       running.delete(child);
