@@ -6,10 +6,7 @@
 // rate limits, no validation, and cursors neither signed nor checked (the payload of the API's
 // cursor is read as is). The API over this server is the price of everything the contract asks on
 // top of the database work and the serialization, and of how the service does that work.
-//
-//   node --import tsx bench/minimal.ts <config.json> <port>
-//   config: { databaseUrl, organizationId, integrationId, identity (body of /integrations/me) }
-import { readFileSync } from 'node:fs';
+// Started by the read benchmark (bench/run.ts) with its MinimalConfig as JSON in BENCH_CONFIG.
 import { createServer, type ServerResponse } from 'node:http';
 import pg from 'pg';
 import { findBooking, listBookings } from '../src/api/bookings/queries.js';
@@ -26,6 +23,7 @@ export interface MinimalConfig {
   integrationId: string;
   /** Answered as is (re-serialized) to GET /integrations/me. */
   identity: unknown;
+  port: number;
 }
 
 const SCOPES = ['bookings:read', 'customers:read', 'pricing:read', 'passengers:read'];
@@ -91,54 +89,45 @@ function plainPg(url: string): Queryable & { close(): Promise<void> } {
   };
 }
 
-async function main(): Promise<void> {
-  const [file, portText] = process.argv.slice(2);
-  if (!file || !portText) throw new Error('usage: minimal.ts <config.json> <port>');
-  const config = JSON.parse(readFileSync(file, 'utf8')) as MinimalConfig;
-  const db = plainPg(config.databaseUrl);
-  const org = config.organizationId;
-  const reader = { organizationId: org, integrationId: config.integrationId };
+const config = JSON.parse(process.env.BENCH_CONFIG!) as MinimalConfig;
+const db = plainPg(config.databaseUrl);
+const org = config.organizationId;
+const reader = { organizationId: org, integrationId: config.integrationId };
 
-  async function answer(path: string, query: URLSearchParams, res: ServerResponse): Promise<void> {
-    const size = Math.min(Number(query.get('limit') ?? DEFAULT_LIMIT), MAX_LIMIT);
-    const after = position(query.get('cursor'));
-    if (path === '/integrations/me') return send(res, 200, config.identity);
-    if (path === '/bookings') {
-      const rows = await listBookings(db, reader, {}, after, size + 1);
-      return send(
-        res,
-        200,
-        page(rows, size, (row) => bookingView(row, org, SCOPES)),
-      );
-    }
-    if (path.startsWith('/bookings/')) {
-      const row = await findBooking(db, reader, { id: path.slice('/bookings/'.length) });
-      return row ? send(res, 200, bookingView(row, org, SCOPES)) : send(res, 404, {});
-    }
-    if (path === '/customers') {
-      type Row = Parameters<typeof customerView>[0] & { created_at: Date };
-      const rows = await listCatalogue<Row>(db, CUSTOMERS, org, undefined, after, size + 1);
-      return send(res, 200, page(rows, size, customerView));
-    }
-    send(res, 404, {});
+async function answer(path: string, query: URLSearchParams, res: ServerResponse): Promise<void> {
+  const size = Math.min(Number(query.get('limit') ?? DEFAULT_LIMIT), MAX_LIMIT);
+  const after = position(query.get('cursor'));
+  if (path === '/integrations/me') return send(res, 200, config.identity);
+  if (path === '/bookings') {
+    const rows = await listBookings(db, reader, {}, after, size + 1);
+    return send(
+      res,
+      200,
+      page(rows, size, (row) => bookingView(row, org, SCOPES)),
+    );
   }
-
-  const server = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://minimal');
-    answer(url.pathname.slice(PREFIX.length), url.searchParams, res).catch((error) => {
-      process.stderr.write(`${error instanceof Error ? error.stack : error}\n`);
-      send(res, 500, {});
-    });
-  });
-  server.keepAliveTimeout = 72_000;
-  server.listen(Number(portText), '127.0.0.1', () => process.stdout.write('ready\n'));
-  process.once('SIGTERM', () => {
-    server.close(() => db.close().finally(() => process.exit(0)));
-    server.closeAllConnections();
-  });
+  if (path.startsWith('/bookings/')) {
+    const row = await findBooking(db, reader, { id: path.slice('/bookings/'.length) });
+    return row ? send(res, 200, bookingView(row, org, SCOPES)) : send(res, 404, {});
+  }
+  if (path === '/customers') {
+    type Row = Parameters<typeof customerView>[0] & { created_at: Date };
+    const rows = await listCatalogue<Row>(db, CUSTOMERS, org, undefined, after, size + 1);
+    return send(res, 200, page(rows, size, customerView));
+  }
+  send(res, 404, {});
 }
 
-main().catch((error) => {
-  process.stderr.write(`${error instanceof Error ? error.stack : error}\n`);
-  process.exit(1);
+const server = createServer((req, res) => {
+  const url = new URL(req.url ?? '/', 'http://minimal');
+  answer(url.pathname.slice(PREFIX.length), url.searchParams, res).catch((error) => {
+    process.stderr.write(`${error instanceof Error ? error.stack : error}\n`);
+    send(res, 500, {});
+  });
+});
+server.keepAliveTimeout = 72_000;
+server.listen(config.port, '127.0.0.1', () => process.stdout.write('ready\n'));
+process.once('SIGTERM', () => {
+  server.close(() => db.close().finally(() => process.exit(0)));
+  server.closeAllConnections();
 });

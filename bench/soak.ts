@@ -1,4 +1,4 @@
-// npm run bench:soak [-- --minutes 10 --warmup-minutes 3 --read-rate 50 --feed-rate 10 ...]
+// npm run bench:soak [-- --minutes 10 --warmup-minutes 3 --read-rate 50 --feed-rate 10 ...]   (bench/README.md)
 //
 // `svc serve` and one `svc worker` (PostgreSQL, Redis) under fixed rates (open model) of reads,
 // booking changes through the feed and the deliveries they cause. Every --sample-seconds both
@@ -7,39 +7,27 @@
 // 10% (median of the last three samples against the first three) or an interval's p99 passes
 // 100 ms in over 1% of the intervals (one hiccup of a shared machine is reported, not failed).
 import { randomUUID } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import { bookingBody } from '../test/support/feed.js';
-import { createTenant } from './lib/feed.js';
+import { createTenant, openLoop } from './lib/feed.js';
 import { call, createDatabase, freePort, service, startServe, startWorker } from './lib/proc.js';
 import { startReceiver } from './lib/receiver.js';
 import * as r from './lib/report.js';
 
-const { values: args } = parseArgs({
-  options: {
-    minutes: { type: 'string', default: '10' },
-    'warmup-minutes': { type: 'string' },
-    'read-rate': { type: 'string', default: '50' },
-    'feed-rate': { type: 'string', default: '10' },
-    webhooks: { type: 'string', default: '3' },
-    'sample-seconds': { type: 'string', default: '5' },
-    'database-url': { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/svc_bench_soak' },
-    'redis-url': { type: 'string', default: process.env.REDIS_URL || 'redis://127.0.0.1:6379' },
-    'skip-build': { type: 'boolean', default: false },
-    'dry-run': { type: 'boolean', default: false },
+const o = r.cli(
+  {
+    minutes: 10,
+    /** 0: a third of the run, at most 3. */
+    warmupMinutes: 0,
+    readRate: 50,
+    feedRate: 10,
+    webhooks: 3,
+    sampleSeconds: 5,
+    databaseUrl: 'postgres://postgres@127.0.0.1:5432/svc_bench_soak',
+    redisUrl: process.env.REDIS_URL || 'redis://127.0.0.1:6379',
   },
-});
-const minutes = r.positive('minutes', args.minutes);
-const o = {
-  minutes,
-  warmupMinutes: args['warmup-minutes']
-    ? r.positive('warmup-minutes', args['warmup-minutes'])
-    : Math.min(3, minutes / 3),
-  readRate: r.positive('read-rate', args['read-rate']),
-  feedRate: r.positive('feed-rate', args['feed-rate']),
-  webhooks: r.positive('webhooks', args.webhooks),
-  sampleMs: r.positive('sample-seconds', args['sample-seconds']) * 1000,
-};
+  { minutes: 0.5, warmupMinutes: 0.1, sampleSeconds: 1 },
+);
+const warmupMinutes = o.warmupMinutes || Math.min(3, o.minutes / 3);
 const SCOPES = ['bookings:read', 'events:read', 'webhooks:read', 'webhooks:write', 'customers:read'];
 const READS = [
   '/bookings?limit=25',
@@ -48,14 +36,15 @@ const READS = [
   '/webhooks',
   '/customers?limit=25',
 ];
-const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms));
+
+type Sample = { rssMb: number | null; lagMs: number | null };
 
 const metric = (text: string, name: string, scale: number) => {
   const match = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
   return match ? r.round(Number(match[1]) * scale, 2) : null;
 };
-const scrape = (url: string, headers: Record<string, string>) =>
-  fetch(url, { headers, signal: AbortSignal.timeout(o.sampleMs) })
+const scrape = (url: string, headers: Record<string, string>): Promise<Sample> =>
+  fetch(url, { headers, signal: AbortSignal.timeout(o.sampleSeconds * 1000) })
     .then((res) => res.text())
     .then((t) => ({
       rssMb: metric(t, 'process_resident_memory_bytes', 2 ** -20),
@@ -63,88 +52,71 @@ const scrape = (url: string, headers: Record<string, string>) =>
     }))
     .catch(() => ({ rssMb: null, lagMs: null }));
 
-/** RSS growth and event-loop delay of one process over the samples after the warm-up. */
-function judge(samples: { rssMb: number | null; lagMs: number | null }[]) {
+/** RSS growth and event-loop delay of one process over the samples after the warm-up, as targets. */
+function judge(name: string, samples: Sample[]): r.Target[] {
   const rss = samples.flatMap((x) => (x.rssMb === null ? [] : [x.rssMb]));
   const lags = samples.flatMap((x) => (x.lagMs === null ? [] : [x.lagMs]));
-  const growth = r.median(rss.slice(-3)) / r.median(rss.slice(0, 3)) - 1;
+  const [start, end] = [r.median(rss.slice(0, 3)), r.median(rss.slice(-3))];
   const over = lags.filter((v) => v > 100).length;
-  return {
-    rssStartMb: r.median(rss.slice(0, 3)),
-    rssEndMb: r.median(rss.slice(-3)),
-    growth: r.round(growth * 100),
-    lagP99MedianMs: r.median(lags),
-    lagP99MaxMs: Math.max(...lags),
-    intervalsOver: `${over} of ${lags.length}`,
-    ok: rss.length >= 6 && growth <= 0.1 && lags.length > 0 && over <= Math.floor(lags.length / 100),
-  };
+  const loop = `median ${r.round(r.median(lags), 2)} ms, worst ${Math.max(...lags)} ms`;
+  return [
+    [
+      `${name}: RSS growth after the warm-up`,
+      '<= 10%',
+      `${r.pct(end / start - 1)} (${start} to ${end} MB)`,
+      rss.length >= 6 && end / start - 1 <= 0.1,
+    ],
+    [
+      `${name}: intervals with a loop p99 over 100 ms`,
+      '<= 1%',
+      `${over} of ${lags.length} (${loop})`,
+      lags.length > 0 && over <= Math.floor(lags.length / 100),
+    ],
+  ];
 }
 
 async function main(): Promise<boolean> {
-  r.build(args['skip-build']);
-  const url = args['database-url'];
+  const url = o.databaseUrl;
   await createDatabase(url, true);
-  const receiver = await startReceiver(r.ROOT);
+  const receiver = await startReceiver();
   const metricsPort = await freePort();
-  const s = await service(
-    r.ROOT,
-    { kind: 'postgres', url },
-    { REDIS_URL: args['redis-url'], SVC_METRICS_PORT: String(metricsPort) },
-  );
+  const s = await service(url, { REDIS_URL: o.redisUrl, SVC_METRICS_PORT: String(metricsPort) });
   const serve = await startServe(s);
   const worker = await startWorker(s);
-  const op = <T>(path: string, body: unknown, method = 'POST') =>
-    call<T>(`${s.operatorUrl}${path}`, method, s.operatorToken, body);
+  const put = (path: string, body: unknown) => s.op(path, body, 'PUT');
   const paths = Array.from({ length: o.webhooks }, (_, i) => `/soak/${i}`);
   const { organizationId, key } = await createTenant(s, receiver, paths, SCOPES);
   // A pool of bookings the feed keeps changing, so the tables stay the size of a steady state.
   const bookings = Array.from({ length: 500 }, () => randomUUID());
   for (const id of bookings.slice(0, 100))
-    await op(`/organizations/${organizationId}/bookings/${id}`, bookingBody(), 'PUT');
+    await put(`/organizations/${organizationId}/bookings/${id}`, bookingBody());
 
   const started = Date.now();
-  const warmEnd = started + o.warmupMinutes * 60_000;
-  const endAt = started + o.minutes * 60_000;
-  const readMs: number[] = [];
-  const feedMs: number[] = [];
+  const warmEnd = started + warmupMinutes * 60_000;
+  const [readMs, feedMs] = [[] as number[], [] as number[]];
   let failures = 0;
-  let changes = 0;
-  const inFlight = new Set<Promise<void>>();
-  const fire = (request: () => Promise<void>, times: number[]) => {
+  const timed = (times: number[], request: () => Promise<unknown>) => {
     const t0 = performance.now();
-    const p = request()
-      .then(() => void (Date.now() > warmEnd && times.push(performance.now() - t0)))
-      .catch(() => void failures++)
-      .finally(() => inFlight.delete(p));
-    inFlight.add(p);
+    return request().then(
+      () => void (Date.now() > warmEnd && times.push(performance.now() - t0)),
+      () => void failures++,
+    );
   };
-  const load = (async () => {
-    let reads = 0;
-    let writes = 0;
-    while (Date.now() < endAt) {
-      const elapsed = (Date.now() - started) / 1000;
-      for (; reads < elapsed * o.readRate; reads++) {
-        const path = READS[reads % READS.length] as string;
-        fire(() => call(`${s.baseUrl}${path}`, 'GET', key), readMs);
-      }
-      for (; writes < elapsed * o.feedRate; writes++) {
-        const id = bookings[writes % bookings.length] as string;
-        const body = bookingBody({ distance_km: 10 + (writes % 97) });
-        fire(
-          () => op(`/organizations/${organizationId}/bookings/${id}`, body, 'PUT').then(() => void changes++),
-          feedMs,
-        );
-      }
-      await sleep(5);
-    }
-  })();
-  const samples: {
-    at: number;
-    serve: Awaited<ReturnType<typeof scrape>>;
-    worker: Awaited<ReturnType<typeof scrape>>;
-  }[] = [];
-  while (Date.now() < endAt) {
-    await sleep(o.sampleMs);
+  const seconds = o.minutes * 60;
+  let changes = 0;
+  const change = async (i: number) => {
+    const body = bookingBody({ distance_km: 10 + (i % 97) });
+    await put(`/organizations/${organizationId}/bookings/${bookings[i % bookings.length]}`, body);
+    changes += 1;
+  };
+  const read = (i: number) => call(`${s.baseUrl}${READS[i % READS.length]}`, 'GET', key);
+  const load = Promise.all([
+    openLoop(o.readRate, seconds, (i) => timed(readMs, () => read(i))),
+    openLoop(o.feedRate, seconds, (i) => timed(feedMs, () => change(i))),
+  ]);
+  const samples: { at: number; serve: Sample; worker: Sample }[] = [];
+  while (Date.now() < started + seconds * 1000) {
+    await r.sleep(o.sampleSeconds * 1000);
     const [a, b] = await Promise.all([
       scrape(`${s.operatorUrl}/metrics`, { authorization: `Bearer ${s.operatorToken}` }),
       scrape(`http://127.0.0.1:${metricsPort}/metrics`, {}),
@@ -155,7 +127,7 @@ async function main(): Promise<boolean> {
     );
   }
   await load;
-  await Promise.all(inFlight);
+  // Each booking change (and each of the 100 creations) is one event to each webhook.
   const expected = (changes + 100) * o.webhooks;
   await receiver.until(() => receiver.arrivals.length >= expected, 60_000);
   const delivered = receiver.arrivals.length;
@@ -164,54 +136,32 @@ async function main(): Promise<boolean> {
   await receiver.close();
 
   const after = samples.filter((x) => x.at > warmEnd);
-  const spread = (xs: number[]) => ({
-    n: xs.length,
-    p50: r.round(r.percentile(xs, 0.5), 2),
-    p99: r.round(r.percentile(xs, 0.99), 2),
-  });
-  const result = {
-    date: new Date().toISOString(),
-    machine: r.machine(),
-    options: o,
-    serve: judge(after.map((x) => x.serve)),
-    worker: judge(after.map((x) => x.worker)),
-    reads: spread(readMs),
-    feed: spread(feedMs),
-    expected,
-    delivered,
-    failures,
-  };
-  const passed = result.serve.ok && result.worker.ok && failures === 0 && delivered >= expected;
-  const j = (name: string, x: ReturnType<typeof judge>) => [
-    name,
-    x.rssStartMb,
-    x.rssEndMb,
-    `${x.growth}%`,
-    x.lagP99MedianMs,
-    x.lagP99MaxMs,
-    x.intervalsOver,
-    x.ok ? 'met' : 'MISSED',
-  ];
-  const markdown = [
-    `Written by \`npm run bench:soak\`, ${result.date.slice(0, 16).replace('T', ' ')} UTC, ${o.minutes} minutes (the first ` +
-      `${r.round(o.warmupMinutes, 2)} warm-up), PostgreSQL and Redis, ${o.readRate} reads/s and ${o.feedRate} changes/s to ` +
-      `${o.webhooks} webhooks; load average at the start ${result.machine.loadAverage.join(' / ')}. **${passed ? 'Passed' : 'Failed'}.**`,
-    '',
-    r.table(
-      'Process|RSS after warm-up, MB|at the end, MB|growth|loop p99, median ms|worst ms|intervals over 100 ms|',
-      [j('svc serve', result.serve), j('svc worker', result.worker)],
+  const spread = (xs: number[]) =>
+    `${r.round(r.percentile(xs, 0.5), 2)} / ${r.round(r.percentile(xs, 0.99), 2)} ms`;
+  const targets: r.Target[] = [
+    ...(['serve', 'worker'] as const).flatMap((p) =>
+      judge(
+        `svc ${p}`,
+        after.map((x) => x[p]),
+      ),
     ),
+    ['Deliveries received', 'all', `${delivered} of ${expected}`, delivered >= expected],
+    ['Failed requests', '0', String(failures), failures === 0],
+  ];
+  const passed = targets.every(([, , , met]) => met);
+  const [date, machine] = [new Date().toISOString(), r.machine()];
+  const markdown = [
+    `PostgreSQL and Redis, ${r.conditions(date, machine, 'npm run bench:soak')} ${o.minutes} minutes ` +
+      `(the first ${r.round(warmupMinutes, 2)} warm-up), ${o.readRate} reads/s and ${o.feedRate} changes/s ` +
+      `to ${o.webhooks} webhooks. **${passed ? 'Passed' : 'Failed'}.**`,
     '',
-    `Reads p50 / p99 ${result.reads.p50} / ${result.reads.p99} ms, feed writes ${result.feed.p50} / ${result.feed.p99} ms; ` +
-      `${delivered} of ${expected} deliveries received, ${failures} failed requests.`,
+    r.targetTable(targets),
+    '',
+    `After the warm-up: reads p50 / p99 ${spread(readMs)} (${readMs.length}), feed writes ${spread(feedMs)} (${feedMs.length}).`,
   ].join('\n');
-  process.stdout.write(`${markdown}\n`);
-  if (!args['dry-run']) {
-    await mkdir(r.RESULTS, { recursive: true });
-    r.log(`saved ${await r.saveNewest('soak', result)}`);
-    await r.writeSection('## Soak', markdown);
-  }
+  const result = { date, machine, options: { ...o, warmupMinutes }, samples, targets, passed };
+  await r.publish(o, { name: 'soak', heading: '## Soak', result, markdown });
   return passed;
 }
 
-r.runMain(main);
+r.runMain(o, main);

@@ -1,32 +1,24 @@
 // The reference of the delivery benchmark: what a team would build instead of the engine. A durable
 // PostgreSQL queue (graphile-worker, run in this process through its library API) that fetches jobs
 // in batches into a local queue and completes them in batches, with one task that signs the body the
-// way the engine does and POSTs it with undici. A process of its own, as `svc worker` is.
-//
-//   node --import tsx bench/webhook-reference.ts      (settings in REF_* variables, below)
+// way the engine does and POSTs it with undici. A process of its own, as `svc worker` is, started by
+// the benchmark (bench/lib/fast.ts) with its settings (ReferenceConfig) in BENCH_CONFIG.
 //
 // The jobs are added by the benchmark's feed (bench/lib/reference.ts), one per (event, webhook), in
-// the transaction that writes the event. Prints "reference worker started" once it runs; SIGTERM
-// stops it cleanly (jobs in flight finish, the local queue is handed back).
+// the transaction that writes the event. Prints "ready" once it runs; SIGTERM stops it cleanly (jobs
+// in flight finish, the local queue is handed back).
 import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 import { Logger, run, type Task } from 'graphile-worker';
 import pg from 'pg';
 import { Agent } from 'undici';
+import { REFERENCE_SCHEMA, type ReferenceConfig } from './lib/reference.js';
 
-const env = (name: string): string => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is required`);
-  return value;
-};
-
-const concurrency = Number(env('REF_CONCURRENCY'));
-const timeoutMs = Number(env('REF_TIMEOUT_MS'));
-const localQueueSize = Number(env('REF_LOCAL_QUEUE'));
-/** Index -> { url, secret }: the webhooks, as a real service would cache them. */
-const hooks = JSON.parse(env('REF_WEBHOOKS')) as { url: string; secret: string }[];
-const targets = hooks.map((h) => {
+const { databaseUrl, webhooks, concurrency, localQueue, timeoutMs, caFile } = JSON.parse(
+  process.env.BENCH_CONFIG!,
+) as ReferenceConfig;
+const targets = webhooks.map((h) => {
   const u = new URL(h.url);
   return { origin: u.origin, path: `${u.pathname}${u.search}`, secret: h.secret };
 });
@@ -34,7 +26,7 @@ const targets = hooks.map((h) => {
 const agent = new Agent({
   headersTimeout: timeoutMs,
   bodyTimeout: timeoutMs,
-  connect: { timeout: timeoutMs, ca: [...rootCertificates, readFileSync(env('REF_CA_FILE'), 'utf8')] },
+  connect: { timeout: timeoutMs, ca: [...rootCertificates, readFileSync(caFile, 'utf8')] },
 });
 
 interface Payload {
@@ -76,7 +68,7 @@ const quiet = new Logger(() => (level, message) => {
 // Its own pool only to keep idle connections as long as the engine's (five minutes, not pg's ten
 // seconds): between the benchmark's phases neither side reopens connections.
 const pgPool = new pg.Pool({
-  connectionString: env('REF_DATABASE_URL'),
+  connectionString: databaseUrl,
   max: Math.max(10, concurrency + 2),
   idleTimeoutMillis: 300_000,
 });
@@ -88,16 +80,16 @@ const runner = await run({
   logger: quiet,
   preset: {
     worker: {
-      schema: env('REF_SCHEMA'),
+      schema: REFERENCE_SCHEMA,
       concurrentJobs: concurrency,
       maxPoolSize: Math.max(10, concurrency + 2),
-      localQueue: { size: localQueueSize },
+      localQueue: { size: localQueue },
       completeJobBatchDelay: 0,
       failJobBatchDelay: 0,
     },
   },
 });
-process.stdout.write('reference worker started\n');
+process.stdout.write('ready\n');
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {

@@ -83,19 +83,9 @@ FROM ${PER_ORG}, LATERAL generate_series(0, t.c - 1) AS k,
   LATERAL (SELECT 1 + ${h(rowKey('k'), 20)} % cardinality($2::text[]) AS m,
     1 + ${h(rowKey('k'), 29)} % cardinality($6::text[]) AS p) v`;
 
-export interface CatalogueCounts {
-  organizations: number;
-  customerGroups: number;
-  customers: number;
-  drivers: number;
-  vehicles: number;
-}
-
-export async function loadCatalogue(db: Queryable, plan: Plan): Promise<CatalogueCounts> {
+export async function loadCatalogue(db: Queryable, plan: Plan): Promise<void> {
   const orgs = plan.organizations;
   const of = (field: 'groups' | 'customers' | 'drivers' | 'vehicles') => orgs.map((o) => o[field]);
-  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
-
   await db.query(ORGANIZATIONS, [orgs.map((o) => o.code), COMPANY_WORDS]);
   await db.query(GROUPS, [of('groups'), GROUP_NAMES]);
   await db.query(CUSTOMERS, [of('customers'), of('groups'), CUSTOMER_KINDS, COMPANY_WORDS]);
@@ -109,11 +99,4 @@ export async function loadCatalogue(db: Queryable, plan: Plan): Promise<Catalogu
     ECO_LABELS,
     PROPULSIONS,
   ]);
-  return {
-    organizations: orgs.length,
-    customerGroups: sum(of('groups')),
-    customers: sum(of('customers')),
-    drivers: sum(of('drivers')),
-    vehicles: sum(of('vehicles')),
-  };
 }

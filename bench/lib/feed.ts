@@ -1,17 +1,25 @@
 // What the webhook benchmark drives and observes: organizations with webhooks on the receiver
 // (through the operator and public APIs), the feed of booking creations (each one event to each of
-// the organization's webhooks), the arrivals of a phase, and the CPU a phase cost.
+// the organization's webhooks), a backlog queued while nothing delivers and its drain, the arrivals
+// of a phase, and the CPU a phase cost.
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { Pool } from 'undici';
 import { bookingBody } from '../../test/support/feed.js';
-import { type Child, call, cpuMs, machineCpuMs, type Service } from './proc.js';
+import {
+  type Child,
+  call,
+  cpuMs,
+  createIntegration,
+  machineCpuMs,
+  type Service,
+  startServe,
+} from './proc.js';
 import type { Arrival, Receiver } from './receiver.js';
-import { log, round } from './report.js';
+import { log, round, sleep } from './report.js';
 
 /** What every scenario works with. */
 export interface Bench {
-  root: string;
   url: string;
   service: Service;
   receiver: Receiver;
@@ -20,53 +28,26 @@ export interface Bench {
   client: pg.Client;
 }
 
-export interface Tenant {
-  organizationId: string;
-  code: string;
-  /** Receiver paths of its webhooks (every event goes to each). */
-  paths: string[];
-  /** A key of its (first) integration. */
-  key: string;
-}
+/** An organization with webhooks: their receiver paths (every event goes to each), a key of its first integration. */
+export type Tenant = Awaited<ReturnType<typeof createTenant>>;
 
 const SCOPES = ['bookings:read', 'webhooks:read', 'webhooks:write', 'pricing:read', 'passengers:read'];
 /** The contract's most webhooks per integration: more take more integrations. */
 const WEBHOOKS_PER_INTEGRATION = 10;
-const STALL_MS = 30_000;
 
 /** An organization whose webhooks (every event) reach the receiver at `paths`. */
-export async function createTenant(
-  s: Service,
-  receiver: Receiver,
-  paths: string[],
-  scopes = SCOPES,
-): Promise<Tenant> {
-  const op = <T>(path: string, body: unknown) =>
-    call<T>(`${s.operatorUrl}${path}`, 'POST', s.operatorToken, body);
+export async function createTenant(s: Service, receiver: Receiver, paths: string[], scopes = SCOPES) {
   const code = String(10_000 + Math.floor(Math.random() * 89_999));
-  const org = await op<{ id: string }>('/organizations', {
-    code,
-    name: 'Benchmark',
-    webhooks_enabled: true,
-    outbox_enabled: true,
-  });
+  const body = { code, name: 'Benchmark', webhooks_enabled: true, outbox_enabled: true };
+  const { id } = await s.op<{ id: string }>('/organizations', body);
   const keys: string[] = [];
   for (let first = 0; first < Math.max(1, paths.length); first += WEBHOOKS_PER_INTEGRATION) {
-    const integration = await op<{ id: string }>(`/organizations/${org.id}/integrations`, {
-      name: `Benchmark ${first}`,
-      kind: 'erp',
-      scopes,
-    });
-    const { key } = await op<{ key: string }>(`/integrations/${integration.id}/keys`, {
-      name: 'benchmark',
-      scopes,
-      environment: 'live',
-    });
+    const { key } = await createIntegration(s, id, 'erp', scopes);
     keys.push(key);
     for (const path of paths.slice(first, first + WEBHOOKS_PER_INTEGRATION))
       await call(`${s.baseUrl}/webhooks`, 'POST', key, { url: receiver.url(path), events: ['*'] });
   }
-  return { organizationId: org.id, code, paths, key: keys[0] as string };
+  return { organizationId: id, code, paths, key: keys[0]! };
 }
 
 /** One platform write: resolves to 201 once the event is committed, anything else when it failed. */
@@ -78,17 +59,26 @@ export function engineWrite(s: Service): Write & { close(): Promise<void> } {
   const base = new URL(s.operatorUrl).pathname;
   const headers = { authorization: `Bearer ${s.operatorToken}`, 'content-type': 'application/json' };
   const write: Write = async (tenant, id, reference) => {
-    try {
-      const path = `${base}/organizations/${tenant.organizationId}/bookings/${id}`;
-      const body = JSON.stringify(bookingBody({ reference }));
-      const res = await pool.request({ path, method: 'PUT', headers, body });
-      await res.body.dump();
-      return res.statusCode;
-    } catch {
-      return -1;
-    }
+    const path = `${base}/organizations/${tenant.organizationId}/bookings/${id}`;
+    const body = JSON.stringify(bookingBody({ reference }));
+    const res = await pool.request({ path, method: 'PUT', headers, body }).catch(() => null);
+    await res?.body.dump();
+    return res?.statusCode ?? -1;
   };
   return Object.assign(write, { close: () => pool.close() });
+}
+
+/** Open model: `send(i)` every 1000/rate ms whatever the answers, for `seconds`; resolves once all are answered. */
+export async function openLoop(rate: number, seconds: number, send: (i: number) => Promise<unknown>) {
+  const total = Math.floor(rate * seconds);
+  const start = performance.now();
+  const sent: Promise<unknown>[] = [];
+  while (sent.length < total) {
+    const due = Math.min(total, Math.floor(((performance.now() - start) * rate) / 1000) + 1);
+    while (sent.length < due) sent.push(send(sent.length));
+    await sleep(1);
+  }
+  await Promise.all(sent);
 }
 
 /** Booking creations, each recorded by booking id with when it was sent and answered. */
@@ -110,23 +100,10 @@ export class Feed {
   /** `perTenant` events for each tenant, taking turns, 16 writes in flight. */
   async burst(tenants: Tenant[], perTenant: number): Promise<void> {
     let next = 0;
-    const total = tenants.length * perTenant;
     const writer = async () => {
-      while (next < total) await this.put(tenants[next++ % tenants.length] as Tenant);
+      while (next < tenants.length * perTenant) await this.put(tenants[next++ % tenants.length]!);
     };
     await Promise.all(Array.from({ length: 16 }, writer));
-  }
-
-  /** Open model: a write every 1000/rate ms whatever the answers, for `seconds`. */
-  async steady(tenant: Tenant, rate: number, seconds: number): Promise<void> {
-    const start = performance.now();
-    const inFlight: Promise<void>[] = [];
-    while (inFlight.length < rate * seconds) {
-      const due = Math.min(rate * seconds, Math.floor(((performance.now() - start) * rate) / 1000) + 1);
-      while (inFlight.length < due) inFlight.push(this.put(tenant));
-      await new Promise((r) => setTimeout(r, 1));
-    }
-    await Promise.all(inFlight);
   }
 
   /** Deliveries the writes so far should cause (a failed write causes none, and is logged). */
@@ -152,84 +129,95 @@ export function distinct(receiver: Receiver): () => number {
   let next = 0;
   return () => {
     if (list !== receiver.arrivals) [seen, list, next] = [new Set(), receiver.arrivals, 0];
-    for (; next < list.length; next++) seen.add(key(list[next] as Arrival));
+    for (; next < list.length; next++) seen.add(key(list[next]!));
     return seen.size;
   };
 }
 
-/** The first arrival of each (webhook, event) since the receiver's reset, oldest first. */
-export function firstArrivals(receiver: Receiver): Arrival[] {
-  const seen = new Set<string>();
-  return receiver.arrivals.filter((a) => !seen.has(key(a)) && seen.add(key(a)));
-}
-
-/** Waits until `expected` distinct deliveries arrived, or 30 s passed without an arrival. */
-export async function arrivalsOf(
-  receiver: Receiver,
-  expected: number,
-  stallMs = STALL_MS,
-): Promise<Arrival[]> {
+/**
+ * Waits until `expected` distinct deliveries arrived, or `stallMs` passed without an arrival; the
+ * first arrival of each (webhook, event) since the receiver's reset, oldest first.
+ */
+export async function arrivalsOf(receiver: Receiver, expected: number, stallMs = 30_000): Promise<Arrival[]> {
   const count = distinct(receiver);
   for (;;) {
     const before = receiver.arrivals.length;
     const complete = await receiver.until(() => count() >= expected, stallMs);
-    if (complete || receiver.arrivals.length === before) return firstArrivals(receiver);
+    if (complete || receiver.arrivals.length === before) break;
   }
+  const seen = new Set<string>();
+  return receiver.arrivals.filter((a) => !seen.has(key(a)) && seen.add(key(a)));
 }
 
 /**
- * What autovacuum would have done between two phases (these machines run PostgreSQL with it off):
- * without it each drain meets the dead row versions of the drains before it in the queue's indexes,
- * and whichever configuration runs last looks slowest.
+ * Queues `perTenant` events of each tenant while nothing delivers, through `serve` with its worker
+ * off when `serveEnv` is given (left running), else straight through `feed`. Before, the database is
+ * vacuumed: these machines run PostgreSQL with autovacuum off, and without it each drain meets the
+ * dead row versions of the drains before it in the queue's indexes (whichever runs last looks slowest).
  */
-export async function vacuum(client: pg.Client): Promise<void> {
-  await client.query('VACUUM (ANALYZE)');
+export async function queue(
+  b: Bench,
+  feed: Feed,
+  tenants: Tenant[],
+  perTenant: number,
+  serveEnv: NodeJS.ProcessEnv | null,
+) {
+  await b.client.query('VACUUM (ANALYZE)');
+  const serve = serveEnv && (await startServe(b.service, { SVC_WEBHOOK_WORKER: 'off', ...serveEnv }));
+  feed.forget();
+  const started = performance.now();
+  await feed.burst(tenants, perTenant);
+  const expected = feed.expected();
+  log(`backlog: ${expected} deliveries queued in ${round((performance.now() - started) / 1000)} s`);
+  b.receiver.reset();
+  return { serve, expected };
 }
 
-/** CPU used so far by the Node processes, PostgreSQL's backends of the database, the machine. */
-export interface CpuSnapshot {
-  node: number;
-  postgres: Map<number, number>;
-  machine: { busy: number; total: number };
-  bench: number;
-}
+/** µs per delivery of the service's Node processes and of PostgreSQL's backends; the share of the
+ * machine's cores busy over the window (every process, not only these). */
+export type CpuFigures = { nodeUs: number; postgresUs: number; machineBusy: number };
 
-export async function cpuSnapshot(children: Child[], client: pg.Client): Promise<CpuSnapshot> {
+/** CPU used so far by `children`, PostgreSQL's backends of the database, the machine. */
+async function cpuSnapshot(children: Child[], client: pg.Client) {
   const node = await Promise.all(children.map((c) => c.cpuMs()));
   const { rows } = await client.query<{ pid: number }>(
     'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
   );
   const postgres = new Map<number, number>();
   for (const { pid } of rows) postgres.set(pid, (await cpuMs(pid)) ?? 0);
-  const usage = process.cpuUsage();
-  const machine = await machineCpuMs();
-  return {
-    node: node.reduce<number>((a, b) => a + (b ?? 0), 0),
-    postgres,
-    machine,
-    bench: (usage.user + usage.system) / 1000,
-  };
+  return { node: node.reduce<number>((a, b) => a + (b ?? 0), 0), postgres, machine: await machineCpuMs() };
 }
 
-export interface CpuFigures {
-  /** µs per delivery: the service's Node processes, PostgreSQL's backends, this process (receiver). */
-  nodeUs: number;
-  postgresUs: number;
-  benchUs: number;
-  /** Share of the machine's cores busy over the window (every process, not only these). */
-  machineBusy: number;
-}
+export type Drain = Awaited<ReturnType<typeof drain>>;
 
-/** CPU between two snapshots per delivery; a backend born in between counts whole. */
-export function cpuPerDelivery(a: CpuSnapshot, b: CpuSnapshot, deliveries: number): CpuFigures {
+/**
+ * Waits for the `expected` deliveries of a backlog that `children` (just started) drain: the rate,
+ * and the CPU each delivery cost, from `from` to the last arrival. From the first arrival, or from
+ * the moment every process was ready (arrivals before it not counted). A backend born in between
+ * counts whole.
+ */
+export async function drain(b: Bench, expected: number, children: Child[], from: 'first arrival' | 'ready') {
+  let start = performance.now();
+  if (from === 'first arrival') await b.receiver.until(() => b.receiver.arrivals.length > 0, 60_000);
+  const before = await cpuSnapshot(children, b.client);
+  if (from === 'first arrival') start = b.receiver.arrivals[0]?.at ?? start;
+  const arrived = await arrivalsOf(b.receiver, expected);
+  const after = await cpuSnapshot(children, b.client);
+  const counted = arrived.filter((a) => a.at >= start).length;
+  const seconds = ((arrived.at(-1)?.at ?? start) - start) / 1000;
   let postgres = 0;
-  for (const [pid, ms] of b.postgres) postgres += ms - (a.postgres.get(pid) ?? 0);
-  const per = (ms: number) => round((ms * 1000) / Math.max(1, deliveries), 0);
-  const machineBusy = (b.machine.busy - a.machine.busy) / Math.max(1, b.machine.total - a.machine.total);
+  for (const [pid, ms] of after.postgres) postgres += ms - (before.postgres.get(pid) ?? 0);
+  const per = (ms: number) => round((ms * 1000) / Math.max(1, counted), 0);
+  const total = Math.max(1, after.machine.total - before.machine.total);
   return {
-    nodeUs: per(b.node - a.node),
-    postgresUs: per(postgres),
-    benchUs: per(b.bench - a.bench),
-    machineBusy: round(machineBusy, 3),
+    deliveries: arrived.length,
+    missing: expected - arrived.length,
+    // From the first arrival, n arrivals span n - 1 intervals.
+    perSecond: seconds > 0 ? round((counted - (from === 'ready' ? 0 : 1)) / seconds, 0) : 0,
+    cpu: {
+      nodeUs: per(after.node - before.node),
+      postgresUs: per(postgres),
+      machineBusy: round((after.machine.busy - before.machine.busy) / total, 3),
+    },
   };
 }

@@ -72,21 +72,9 @@ export function makePlan(options: PlanOptions): Plan {
   // organizations cannot make a tenth the largest share, so they follow a plain Zipf law instead.
   const slots = Math.max(1000, n * 10);
   const largest = Math.round(slots * LARGEST_SHARE);
+  const zipf = (count: number, first: number) => Array.from({ length: count }, (_, r) => 1 / (r + first));
   const weight =
-    n <= 10
-      ? apportion(
-          slots,
-          Array.from({ length: n }, (_, r) => 1 / (r + 1)),
-          1,
-        )
-      : [
-          largest,
-          ...apportion(
-            slots - largest,
-            Array.from({ length: n - 1 }, (_, r) => 1 / (r + 3)),
-            1,
-          ),
-        ];
+    n <= 10 ? apportion(slots, zipf(n, 1), 1) : [largest, ...apportion(slots - largest, zipf(n - 1, 3), 1)];
 
   const slotOrg = weight.flatMap((w, o) => Array.from({ length: w }, () => o));
   const random = seededRandom(20_240_101).next;

@@ -9,12 +9,11 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
+import { ROOT, sleep } from './report.js';
 
 export interface Arrival {
   /** performance.now() when the whole body had arrived. */
   at: number;
-  /** Date.now() at the same moment. */
-  wall: number;
   path: string;
   eventId: string;
   deliveryId: string;
@@ -22,59 +21,38 @@ export interface Arrival {
   body: string;
 }
 
-export interface Receiver {
-  /** `https://localhost:PORT/path`: the name the certificate covers. */
-  url(path: string): string;
-  caFile: string;
-  /** Milliseconds between a body's arrival and the answer. */
-  delayMs: number;
-  arrivals: Arrival[];
-  /** Requests in flight now, and the most ever seen, per path. */
-  inFlight: Map<string, number>;
-  maxInFlight: Map<string, number>;
-  /** Forgets every arrival and the most in flight (before a new phase). */
-  reset(): void;
-  /** Resolves true when `done()` holds (checked on each arrival and every 50 ms), false after `timeoutMs`. */
-  until(done: () => boolean, timeoutMs: number): Promise<boolean>;
-  close(): Promise<void>;
-}
+export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
 
-export async function startReceiver(root: string): Promise<Receiver> {
-  const tls = join(root, 'test', 'fixtures', 'tls');
+export async function startReceiver() {
+  const tls = join(ROOT, 'test', 'fixtures', 'tls');
   const sockets = new Set<Socket>();
-  const waiters = new Set<() => void>();
   const server = createServer({
     key: readFileSync(join(tls, 'server-key.pem')),
     cert: readFileSync(join(tls, 'server.pem')),
     keepAliveTimeout: 60_000,
   });
-  const receiver: Receiver = {
-    url: () => '',
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
+  const origin = `https://localhost:${(server.address() as AddressInfo).port}`;
+  const receiver = {
+    /** `https://localhost:PORT/path`: the name the certificate covers. */
+    url: (path: string) => `${origin}${path}`,
     caFile: join(tls, 'ca.pem'),
+    /** Milliseconds between a body's arrival and the answer. */
     delayMs: 0,
-    arrivals: [],
-    inFlight: new Map(),
-    maxInFlight: new Map(),
+    arrivals: [] as Arrival[],
+    /** Requests in flight now, and the most ever seen, per path. */
+    inFlight: new Map<string, number>(),
+    maxInFlight: new Map<string, number>(),
+    /** Forgets every arrival and the most in flight (before a new phase). */
     reset() {
       receiver.arrivals = [];
       receiver.maxInFlight = new Map(receiver.inFlight);
     },
-    until(done, timeoutMs) {
-      return new Promise((resolve) => {
-        const finish = (value: boolean) => {
-          clearTimeout(timer);
-          clearInterval(poll);
-          waiters.delete(check);
-          resolve(value);
-        };
-        const check = () => {
-          if (done()) finish(true);
-        };
-        const timer = setTimeout(() => finish(false), timeoutMs);
-        const poll = setInterval(check, 50);
-        waiters.add(check);
-        check();
-      });
+    /** Resolves true once `done()` holds (checked every 10 ms), false after `timeoutMs`. */
+    async until(done: () => boolean, timeoutMs: number): Promise<boolean> {
+      for (const deadline = performance.now() + timeoutMs; !done(); await sleep(10))
+        if (performance.now() > deadline) return false;
+      return true;
     },
     close() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -90,14 +68,13 @@ export async function startReceiver(root: string): Promise<Receiver> {
     const path = req.url ?? '';
     const now = (receiver.inFlight.get(path) ?? 0) + 1;
     receiver.inFlight.set(path, now);
-    if (now > (receiver.maxInFlight.get(path) ?? 0)) receiver.maxInFlight.set(path, now);
+    receiver.maxInFlight.set(path, Math.max(now, receiver.maxInFlight.get(path) ?? 0));
     res.once('close', () => receiver.inFlight.set(path, (receiver.inFlight.get(path) ?? 1) - 1));
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       receiver.arrivals.push({
         at: performance.now(),
-        wall: Date.now(),
         path,
         eventId: String(req.headers['x-svc-event-id'] ?? ''),
         deliveryId: String(req.headers['x-svc-delivery'] ?? ''),
@@ -110,14 +87,7 @@ export async function startReceiver(root: string): Promise<Receiver> {
       };
       if (receiver.delayMs > 0) setTimeout(answer, receiver.delayMs);
       else answer();
-      for (const wake of waiters) wake();
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const origin = `https://localhost:${(server.address() as AddressInfo).port}`;
-  receiver.url = (path) => `${origin}${path}`;
   return receiver;
 }

@@ -1,25 +1,26 @@
 // The reference of the delivery benchmark, seen from the harness: its schemas in the benchmark
 // database (reset on every run), its feed (one transaction per event that writes the event's row and
 // adds one graphile-worker job per webhook, as the platform's write adds the event to the outbox),
-// the event bodies, and its worker process (bench/webhook-reference.ts).
-import { randomBytes, randomUUID } from 'node:crypto';
+// the event bodies, and the configuration of its worker process (bench/webhook-reference.ts).
+import { randomUUID } from 'node:crypto';
 import { runMigrations } from 'graphile-worker';
 import pg from 'pg';
 import { bookingBody } from '../../test/support/feed.js';
 import type { Tenant, Write } from './feed.js';
-import { type Child, startChild } from './proc.js';
 
 /** graphile-worker's own schema, and the schema of the reference's event rows. */
 export const REFERENCE_SCHEMA = 'bench_graphile_worker';
 const EVENTS_SCHEMA = 'bench_reference';
 
-export interface ReferenceWebhook {
-  url: string;
-  secret: string;
-}
-
-export function referenceWebhooks(urls: string[]): ReferenceWebhook[] {
-  return urls.map((url) => ({ url, secret: `whsec_${randomBytes(24).toString('base64url')}` }));
+/** What bench/webhook-reference.ts is started with. */
+export interface ReferenceConfig {
+  databaseUrl: string;
+  /** Index -> { url, secret }: the webhooks, as a real service would cache them. */
+  webhooks: { url: string; secret: string }[];
+  concurrency: number;
+  localQueue: number;
+  timeoutMs: number;
+  caFile: string;
 }
 
 /** Drops what an earlier run left and installs graphile-worker's schema afresh. */
@@ -45,7 +46,7 @@ export async function resetReference(connectionString: string): Promise<void> {
  * The body of a `booking.created` delivery, shaped as the engine's (the contract's envelope with the
  * booking's public fields): about 1.5 KB.
  */
-export function referenceEvent(organizationId: string, bookingId: string, reference: string) {
+function referenceEvent(organizationId: string, bookingId: string, reference: string) {
   const { internal: _internal, ...booking } = bookingBody({ reference }) as Record<string, unknown>;
   const now = new Date().toISOString();
   return {
@@ -95,33 +96,4 @@ export function referenceWrite(pool: pg.Pool): Write {
       client.release();
     }
   };
-}
-
-export interface ReferenceWorkerOptions {
-  connectionString: string;
-  webhooks: ReferenceWebhook[];
-  concurrency: number;
-  localQueue: number;
-  timeoutMs: number;
-  caFile: string;
-}
-
-/** The reference's worker process, ready once graphile-worker runs. */
-export function startReferenceWorker(root: string, o: ReferenceWorkerOptions): Promise<Child> {
-  return startChild({
-    args: ['--import', 'tsx', 'bench/webhook-reference.ts'],
-    cwd: root,
-    env: {
-      PATH: process.env.PATH,
-      NODE_ENV: 'production',
-      REF_DATABASE_URL: o.connectionString,
-      REF_SCHEMA: REFERENCE_SCHEMA,
-      REF_CONCURRENCY: String(o.concurrency),
-      REF_LOCAL_QUEUE: String(o.localQueue),
-      REF_TIMEOUT_MS: String(o.timeoutMs),
-      REF_CA_FILE: o.caFile,
-      REF_WEBHOOKS: JSON.stringify(o.webhooks),
-    },
-    ready: (output) => output.includes('reference worker started'),
-  });
 }
