@@ -96,3 +96,13 @@ test('attempts a previous owner still has in flight count against the bound unti
   assert.deepEqual(drain(q), [ds[1]?.id]);
   assert.deepEqual(q.toArm().shared, []);
 });
+
+test("nothing is armed into slots a previous owner's attempts hold; armed once they end", () => {
+  const q = queue(8, 2);
+  const ds = [1, 2, 3].map(() => delivery('o1', 'w1', false, 2));
+  for (const d of ds) q.hold(d, 60_000);
+  assert.deepEqual(q.toArm().ids, [], "both slots are the other owner's");
+  assert.equal(q.othersInFlight(new Map([['w1', 2]])), false, 'nothing freed');
+  assert.equal(q.othersInFlight(new Map([['w1', 1]])), true, 'a slot freed: arm at the next exchange');
+  assert.deepEqual(q.toArm().ids, [ds[0]?.id]);
+});

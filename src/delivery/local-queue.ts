@@ -45,8 +45,11 @@ export interface LocalQueue {
    * the last one: the claim arms all it takes of those.
    */
   toArm(): { ids: string[]; answering: string[]; shared: string[] };
-  /** Attempts other workers have in flight at these webhooks now (answered for `shared`). */
-  othersInFlight(counts: ReadonlyMap<string, number>): void;
+  /**
+   * Attempts other workers have in flight at these webhooks now (answered for `shared`); true when
+   * slots freed where deliveries wait to be armed (the next exchange arms them).
+   */
+  othersInFlight(counts: ReadonlyMap<string, number>): boolean;
   /** The exchange that armed `ids` was written. */
   armed(ids: readonly string[]): void;
   /** The attempt of a taken delivery, settled when it has ended. */
@@ -186,7 +189,10 @@ export function localQueue(limits: {
         for (const [hookId, hook] of org.hooks) {
           if (hook.ended > 0) answering.push(hookId);
           if (hook.others > 0) shared.push(hookId);
-          const wanted = hook.ended > 0 ? hook.queue.length : Math.max(0, limits.bound - hook.running);
+          // A previous owner's attempts hold slots too: armed beside them, a delivery would show as
+          // being delivered while it waits, and a crash would count it.
+          const wanted =
+            hook.ended > 0 ? hook.queue.length : Math.max(0, limits.bound - hook.running - hook.others);
           hook.ended = 0;
           for (const h of hook.queue.slice(0, wanted)) if (!h.armed) ids.push(h.claimed.id);
         }
@@ -194,12 +200,16 @@ export function localQueue(limits: {
       return { ids, answering, shared };
     },
     othersInFlight(counts) {
+      let freed = false;
       for (const org of orgs.values()) {
         for (const [hookId, hook] of org.hooks) {
           const n = counts.get(hookId);
-          if (n !== undefined) hook.others = n;
+          if (n === undefined) continue;
+          if (n < hook.others && hook.queue.some((h) => !h.armed)) freed = true;
+          hook.others = n;
         }
       }
+      return freed;
     },
     armed(ids) {
       for (const id of ids) {

@@ -286,7 +286,8 @@ class DeliveryWorker {
     batch.written();
     this.exchangedAt = this.now();
     held.armed(arming.ids);
-    held.othersInFlight(result.shared);
+    // A previous owner's attempts ended: the next round arms what waited for their slots.
+    if (held.othersInFlight(result.shared)) this.wakeup.ring();
     this.recorded(outcomes, result, take);
     for (const claimed of result.claimed) held.hold(claimed, claimedAt + config.leaseMs);
     // A beat during the exchange may have moved partitions it claimed in.

@@ -19,9 +19,9 @@ const IDLE_GAP_MS = 200;
 const { svc, receiver } = await webhookHarness({
   SVC_WEBHOOK_CONCURRENCY: '8',
   SVC_WEBHOOK_CONCURRENCY_PER_WEBHOOK: '4',
-  // No hanging attempt ends during the test.
-  SVC_WEBHOOK_TIMEOUT_MS: '30000',
-  SVC_WEBHOOK_LEASE_SECONDS: '60',
+  // No hanging attempt ends during the file, however slow the machine.
+  SVC_WEBHOOK_TIMEOUT_MS: '120000',
+  SVC_WEBHOOK_LEASE_SECONDS: '180',
   // A claim that took nothing is not repeated on a notification sooner than this. Wider than the
   // default so that sixty events arrive faster than it even on a loaded machine (at 50 ms, events
   // 45 ms apart each gave both workers a claim, legitimately).
@@ -29,11 +29,16 @@ const { svc, receiver } = await webhookHarness({
 });
 
 const claims = () => claimsMade(svc);
+// The receiver hangs on the paths the tests add here, for the whole file: a test's hanging webhook
+// must not start answering in the next test (its backlog would then drain at full speed, a claim at
+// each attempt that ends, and be counted as the next test's claims).
+const hanging = new Set<string>();
+receiver.respond((req) => (hanging.has(req.path) ? { hang: true } : { status: 200 }));
 
 test('2,000 due deliveries on a hanging receiver: another organization is served within a second', async () => {
   const slow = `/slow/${randomUUID()}`;
   const fast = `/fast/${randomUUID()}`;
-  receiver.respond((req) => (req.path === slow ? { hang: true } : { status: 200 }));
+  hanging.add(slow);
   const stuck = await webhookTenant(svc);
   const other = await webhookTenant(svc);
   await createWebhook(svc, stuck, receiver.url(slow), ['booking.created']);
@@ -77,7 +82,7 @@ test('events streaming in for a webhook held at its bound: two workers claim a f
   const second = await deliveryWorker(svc);
   after(() => second.stop(100));
   const held = `/held/${randomUUID()}`;
-  receiver.respond((req) => (req.path === held ? { hang: true } : { status: 200 }));
+  hanging.add(held);
   const t = await webhookTenant(svc);
   await createWebhook(svc, t, receiver.url(held), ['booking.created']);
   // Eight deliveries: four attempts hang at the bound, four wait due behind them.
