@@ -1,12 +1,13 @@
 // README "Try it in five minutes", run as written: the commands are read out of the section (so
 // the README cannot drift from what works) and run by a shell in a fresh copy of the project
 // folder (links to this one, with a data directory and build output of its own), as real processes:
-// `npm start` builds and serves, the example receiver gets a verified webhook, the mirror writes
-// every booking, and `listen` forwards events to the receiver started again with its secret. Only
-// ports are changed (through the environment, and the listen step's 3000), and the secret `listen`
-// printed is put in place of `whsec_…`, so nothing else on the machine is disturbed.
+// `npm start` serves (its build current, see projectCopy), the example receiver gets a verified
+// webhook, the mirror writes every booking, and `listen` forwards events to the receiver started
+// again with its secret. Only ports are changed (through the environment, and the listen step's
+// 3000), and the secret `listen` printed is put in place of `whsec_…`, so nothing else on the
+// machine is disturbed.
 import assert from 'node:assert/strict';
-import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
+import { copyFile, cp, mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, test } from 'node:test';
@@ -27,7 +28,11 @@ function fiveMinuteCommands(readme: string): string[][] {
   );
 }
 
-/** This folder again, with `data/` and `dist/` of its own (bin/ and tsconfig.json copied so they resolve there). */
+/**
+ * This folder again, with `data/` and `dist/` of its own (bin/ and tsconfig.json copied so they
+ * resolve there). dist/ is copied with its times when it is current (scripts/test.mjs builds it
+ * before the suite), so `npm start` finds nothing to build, as on a checkout built before.
+ */
 async function projectCopy(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-five-minutes-'));
   for (const entry of await readdir(ROOT)) {
@@ -36,7 +41,12 @@ async function projectCopy(): Promise<string> {
   }
   await mkdir(join(dir, 'bin'));
   await copyFile(join(ROOT, 'bin', 'svc.js'), join(dir, 'bin', 'svc.js'));
-  await copyFile(join(ROOT, 'tsconfig.json'), join(dir, 'tsconfig.json'));
+  await cp(join(ROOT, 'tsconfig.json'), join(dir, 'tsconfig.json'), { preserveTimestamps: true });
+  await cp(join(ROOT, 'dist'), join(dir, 'dist'), { recursive: true, preserveTimestamps: true }).catch(
+    (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT') throw error;
+    },
+  );
   return dir;
 }
 

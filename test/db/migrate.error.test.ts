@@ -20,7 +20,10 @@ const emptyDatabase = (count: number) => emptyDb(count, cleanups);
 const migrationsDir = (files: Record<string, string>) => folder(files, cleanups);
 
 test('processes starting at once on a fresh database all succeed, and each migration runs once', async () => {
-  for (let round = 0; round < 4; round++) {
+  // On PostgreSQL the four race on separate connections, and a race may go either way: four rounds.
+  // PGlite is one connection that runs them in turn: one round says all there is to say.
+  const rounds = process.env.TEST_DATABASE_URL ? 4 : 1;
+  for (let round = 0; round < rounds; round++) {
     const dbs = await emptyDatabase(4);
     const results = await Promise.all(dbs.map((db) => migrate(db)));
     const applied = results.flat();

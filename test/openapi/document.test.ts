@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { generatedDocument } from '../../src/apps/openapi-document.js';
+import { compilePending } from '../../src/http/validation.js';
 import { serviceForFile } from '../support/context.js';
 
 const committed = readFileSync(new URL('../../openapi/openapi.json', import.meta.url), 'utf8');
@@ -11,6 +12,11 @@ const svc = await serviceForFile();
 
 test('the committed openapi/openapi.json is what the routes generate (run `npm run openapi`)', async () => {
   assert.equal(committed, await generatedDocument());
+});
+
+test('every request schema of both APIs compiles (each is compiled at its first use)', () => {
+  assert.ok(compilePending() > 50, 'the routes of both APIs, not compiled yet');
+  assert.equal(compilePending(), 0);
 });
 
 test('GET /openapi.json needs no key and serves the committed document, its server url filled for itself', async () => {

@@ -29,7 +29,8 @@ if (!PGLITE?.[1]) throw new Error('@electric-sql/pglite is not installed under n
 const CACHE = join(PGLITE[1], '.cache', 'svc-test');
 const PREFIX = 'pglite-';
 /** Bumped when build() makes a different dump from the same migrations. */
-const BUILD = 'build 4: without template databases, 16 MB of shared buffers, from the empty dump';
+const BUILD =
+  'build 5: without template databases, 16 MB of shared buffers, the log cut, from the empty dump';
 
 async function templateKey(): Promise<string> {
   const hash = createHash('sha256');
@@ -67,13 +68,70 @@ function asDb(lite: PGlite): Db {
   };
 }
 
-async function save(lite: PGlite, file: string): Promise<void> {
+async function save(lite: PGlite, file: string, edit = (tar: Uint8Array) => tar): Promise<void> {
   const dump = await lite.dumpDataDir('none');
   await mkdir(CACHE, { recursive: true });
   // Written aside and renamed: a file running at the same time sees the whole dump or none.
   const partial = `${file}.${process.pid}.partial`;
-  await writeFile(partial, new Uint8Array(await dump.arrayBuffer()));
+  await writeFile(partial, edit(new Uint8Array(await dump.arrayBuffer())));
   await rename(partial, file);
+}
+
+interface TarEntry {
+  name: string;
+  mode: number;
+  type: string;
+  /** The 512-byte header and the body, as they stand in the archive. */
+  header: Uint8Array;
+  body: Uint8Array;
+}
+
+/** The entries of a ustar archive (what dumpDataDir writes: folders and plain files). */
+function* tarEntries(tar: Uint8Array): Generator<TarEntry> {
+  const field = (at: number, length: number) =>
+    Buffer.from(tar.subarray(at, at + length))
+      .toString('latin1')
+      .replace(/\0.*$/s, '');
+  for (let at = 0; at + 512 <= tar.length && tar[at] !== 0; ) {
+    const prefix = field(at + 345, 155);
+    const size = Number.parseInt(field(at + 124, 12), 8) || 0;
+    yield {
+      name: (prefix ? `${prefix}/` : '') + field(at, 100),
+      mode: Number.parseInt(field(at + 100, 8), 8) & 0o777,
+      type: field(at + 156, 1) || '0',
+      header: tar.subarray(at, at + 512),
+      body: tar.subarray(at + 512, at + 512 + size),
+    };
+    at += 512 + Math.ceil(size / 512) * 512;
+  }
+}
+
+/**
+ * The dump without the write-ahead log a start does not read: only the segment `segment` (the
+ * current one, holding the last checkpoint) is kept, and of it the first `bytes`. A segment is
+ * 16 MB of which a fresh checkpoint fills a page; PostgreSQL reads the log up to where it ends, and
+ * a short file ends it as zeros would. The migrated dump goes from 26.6 to 9.8 MB, and each test
+ * file's PGlite starts in ~0.4 s less CPU.
+ */
+function cutWal(segment: string, bytes: number) {
+  return (tar: Uint8Array): Uint8Array => {
+    const parts: Uint8Array[] = [];
+    for (const entry of tarEntries(tar)) {
+      let { header, body } = entry;
+      if (/(^|\/)pg_wal\/[0-9A-F]{24}$/.test(entry.name)) {
+        if (!entry.name.endsWith(`/pg_wal/${segment}`)) continue;
+        body = body.subarray(0, bytes);
+        header = header.slice();
+        header.set(Buffer.from(`${body.length.toString(8).padStart(11, '0')}\0`, 'latin1'), 124);
+        header.fill(0x20, 148, 156);
+        const sum = header.reduce((total, byte) => total + byte, 0);
+        header.set(Buffer.from(`${sum.toString(8).padStart(6, '0')}\0 `, 'latin1'), 148);
+      }
+      parts.push(header, body, new Uint8Array((512 - (body.length % 512)) % 512));
+    }
+    parts.push(new Uint8Array(1024));
+    return Buffer.concat(parts);
+  };
 }
 
 async function buildEmpty(file: string): Promise<void> {
@@ -94,10 +152,20 @@ async function buildMigrated(file: string, empty: string): Promise<void> {
   // PGlite's 160 MB of shared buffers cost each file ~0.3 s of CPU to set up; a test file's
   // database fits in a tenth of that (its data files stay in memory either way).
   await lite.exec(`ALTER SYSTEM SET shared_buffers = '16MB'`);
-  for (const statement of ['DROP DATABASE template0', 'DROP DATABASE template1', 'CHECKPOINT']) {
+  for (const statement of ['DROP DATABASE template0', 'DROP DATABASE template1']) {
     await lite.exec(statement);
   }
-  await save(lite, file);
+  // A new log segment and a checkpoint in it: what came before is not read again (cutWal).
+  await lite.query('SELECT pg_switch_wal()');
+  await lite.exec('CHECKPOINT');
+  const [at] = (
+    await lite.query<{ segment: string; offset: number }>(
+      `SELECT file_name AS segment, file_offset AS offset
+       FROM pg_walfile_name_offset(pg_current_wal_insert_lsn())`,
+    )
+  ).rows;
+  if (!at) throw new Error('no write-ahead log position');
+  await save(lite, file, cutWal(at.segment, Math.ceil((at.offset + 1) / 8192) * 8192));
   await lite.close();
 }
 
@@ -150,31 +218,19 @@ export async function unpackPgliteEmpty(dir: string): Promise<void> {
 }
 
 async function unpack(file: string, dir: string): Promise<void> {
-  const tar = await readFile(file);
-  const field = (at: number, length: number) =>
-    tar
-      .subarray(at, at + length)
-      .toString('latin1')
-      .replace(/\0.*$/s, '');
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  for (let at = 0; at + 512 <= tar.length && tar[at] !== 0; ) {
-    const prefix = field(at + 345, 155);
-    const name = (prefix ? `${prefix}/` : '') + field(at, 100);
-    const mode = Number.parseInt(field(at + 100, 8), 8) & 0o777;
-    const size = Number.parseInt(field(at + 124, 12), 8) || 0;
-    const type = field(at + 156, 1) || '0';
+  for (const { name, mode, type, body } of tarEntries(await readFile(file))) {
     const path = join(dir, name.replace(/^\/+/, ''));
     if (!path.startsWith(`${dir}/`)) throw new Error(`a path outside the data directory: ${name}`);
     if (type === '5') {
       await mkdir(path, { recursive: true, mode });
     } else if (type === '0') {
       await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-      await writeFile(path, tar.subarray(at + 512, at + 512 + size), { mode });
+      await writeFile(path, body, { mode });
       await chmod(path, mode);
     } else {
       throw new Error(`an entry of type ${type} in the dump: ${name}`);
     }
-    at += 512 + Math.ceil(size / 512) * 512;
   }
 }
 
