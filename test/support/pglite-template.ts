@@ -152,12 +152,15 @@ async function buildMigrated(file: string, empty: string): Promise<void> {
   // PGlite's 160 MB of shared buffers cost each file ~0.3 s of CPU to set up; a test file's
   // database fits in a tenth of that (its data files stay in memory either way).
   await lite.exec(`ALTER SYSTEM SET shared_buffers = '16MB'`);
-  for (const statement of ['DROP DATABASE template0', 'DROP DATABASE template1']) {
+  // Then a new log segment and a checkpoint in it: what came before is not read again (cutWal).
+  for (const statement of [
+    'DROP DATABASE template0',
+    'DROP DATABASE template1',
+    'SELECT pg_switch_wal()',
+    'CHECKPOINT',
+  ]) {
     await lite.exec(statement);
   }
-  // A new log segment and a checkpoint in it: what came before is not read again (cutWal).
-  await lite.query('SELECT pg_switch_wal()');
-  await lite.exec('CHECKPOINT');
   const [at] = (
     await lite.query<{ segment: string; offset: number }>(
       `SELECT file_name AS segment, file_offset AS offset
