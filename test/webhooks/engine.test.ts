@@ -125,6 +125,64 @@ test('the partitions are divided among the live workers, each owned by one; a de
   assert.deepEqual([again.length, second.length].sort(), [32, 32]);
 });
 
+test('the partitions are divided by the webhooks in them, and a worker joining moves few', async () => {
+  await drain();
+  await q.query('UPDATE delivery_partitions SET owner = NULL, assigned = NULL');
+  // 24 webhooks, all in partitions 0 to 3: a division by the partitions' number would give them all
+  // to the worker with partitions 0 to 31.
+  const t = await webhookTenant(svc);
+  const model = await createWebhook(svc, t, receiver.url('/division'));
+  const others = await q.query<{ id: string }>(
+    'UPDATE webhooks SET active = false WHERE active AND id <> $1 RETURNING id',
+    [model.id],
+  );
+  for (let i = 1; i < 24; i++) {
+    const id = `${randomUUID().slice(0, -2)}${(((i % 4) + 64 * (i % 3)) & 255).toString(16).padStart(2, '0')}`;
+    await q.query(
+      `INSERT INTO webhooks SELECT (jsonb_populate_record(NULL::webhooks, to_jsonb(w) || jsonb_build_object('id', $2::text))).*
+       FROM webhooks w WHERE w.id = $1`,
+      [model.id, id],
+    );
+  }
+  await q.query(`UPDATE webhooks SET id = $2 WHERE id = $1`, [model.id, `${model.id.slice(0, -2)}00`]);
+  const hooksOf = async (parts: number[]) => {
+    const [row] = await q.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM webhooks WHERE active AND webhook_partition(id) = ANY ($1::smallint[])',
+      [`{${parts.join(',')}}`],
+    );
+    return row?.n ?? 0;
+  };
+  const [a, b, c] = [worker(), worker(), worker()];
+  const beats = async (ws: ReturnType<typeof worker>[]) => {
+    const owned = new Map<string, number[]>();
+    for (let round = 0; round < 2; round++) for (const w of ws) owned.set(w.id, await beat(q, w, 10_000));
+    return owned;
+  };
+  const two = await beats([a, b]);
+  assert.deepEqual(
+    await Promise.all([...two.values()].map(hooksOf)),
+    [12, 12],
+    'each of two workers has half the webhooks',
+  );
+  assert.deepEqual(
+    [...two.values()].flat().sort((x, y) => x - y),
+    ALL,
+    'every partition owned, none twice',
+  );
+  const three = await beats([a, b, c]);
+  const hooks = await Promise.all([...three.values()].map(hooksOf));
+  assert.ok(Math.max(...hooks) - Math.min(...hooks) <= 6, `at most one partition's webhooks apart: ${hooks}`);
+  const moved = [a, b].reduce(
+    (n, w) => n + (two.get(w.id) ?? []).filter((p) => !(three.get(w.id) ?? []).includes(p)).length,
+    0,
+  );
+  assert.ok(moved <= 24, `a third worker takes about a third of the partitions: ${moved} moved`);
+  await q.query('DELETE FROM webhooks WHERE organization_id = $1', [t.organization.id]);
+  await q.query('UPDATE webhooks SET active = true WHERE id = ANY ($1::uuid[])', [
+    `{${others.map((o) => o.id).join(',')}}`,
+  ]);
+});
+
 test('a dead worker’s leases go back to the queue, the attempt counted only when it was sent', async () => {
   await drain();
   const { hook } = await backlog(2);
