@@ -168,6 +168,7 @@ DECLARE
   load bigint[];
   assignees uuid[] := '{}';
   keep integer;
+  lightest integer;
 BEGIN
   SELECT array_agg(x.partition ORDER BY x.load DESC, x.partition), array_agg(x.assigned ORDER BY x.load DESC, x.partition),
          array_agg(x.load ORDER BY x.load DESC, x.partition), floor(sum(x.load) / greatest(n, 1))
@@ -184,12 +185,12 @@ BEGIN
   END LOOP;
   FOR i IN 1..cardinality(parts) LOOP
     CONTINUE WHEN assignees[i] IS NOT NULL OR n = 0;
-    keep := 1;
+    lightest := 1;
     FOR k IN 2..n LOOP
-      IF loads[k] < loads[keep] THEN keep := k; END IF;
+      IF loads[k] < loads[lightest] THEN lightest := k; END IF;
     END LOOP;
-    loads[keep] := loads[keep] + load[i];
-    assignees[i] := workers[keep];
+    loads[lightest] := loads[lightest] + load[i];
+    assignees[i] := workers[lightest];
   END LOOP;
   UPDATE delivery_partitions d SET assigned = x.assignee FROM unnest(parts, assignees) AS x(partition, assignee)
   WHERE x.partition = d.partition AND d.assigned IS DISTINCT FROM x.assignee;
