@@ -315,8 +315,10 @@ class DeliveryWorker {
     this.stopping = true;
     this.wakeup.ring();
     await this.loop;
-    // What it holds unsent goes back with the last exchange, uncounted; nothing more starts.
+    // What it holds unsent goes back now, uncounted, before its partitions do: their next owners
+    // find those deliveries due at once, in their order. Nothing more starts.
     held.drop(() => false);
+    await this.exchangeNow(this.batch.unwritten(), 0, []);
     await Promise.all(this.unlisten.map((u) => u().catch(() => {})));
     await this.assigned
       .leave()

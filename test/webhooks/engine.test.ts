@@ -312,6 +312,33 @@ test('no organization takes more than its fair share of a worker’s budget whil
   assert.equal((await exchange(q, [], claim({ budget: 8, take: 1, hold: 10, busy }))).claimed.length, 0);
 });
 
+test('a claim short of room goes first to the organizations and webhooks holding the fewest leases, not to the oldest deliveries', async () => {
+  await drain();
+  // Organizations: the first holds two leases already, the second none and only newer deliveries.
+  const older = await backlog(3);
+  const newer = await backlog(3);
+  const busy = new Map([[older.t.organization.id, 2]]);
+  const [org] = (await exchange(q, [], claim({ take: 1, hold: 10, bound: 4, busy }))).claimed;
+  assert.equal(org?.organization_id, newer.t.organization.id);
+  // Webhooks of one organization: the first holds two leases, the second none and only newer deliveries.
+  await drain();
+  const t = await webhookTenant(svc);
+  const first = await createWebhook(svc, t, receiver.url(`/e/${randomUUID()}`), ['booking.created']);
+  for (let i = 0; i < 3; i++) await putBooking(svc, t.organization.id);
+  await publishEvents(q);
+  const leased = await exchange(q, [], claim({ take: 2, hold: 10, bound: 4 }));
+  assert.deepEqual(
+    leased.claimed.map((c) => c.webhook_id),
+    [first.id, first.id],
+  );
+  const second = await createWebhook(svc, t, receiver.url(`/e/${randomUUID()}`), ['booking.created']);
+  for (let i = 0; i < 2; i++) await putBooking(svc, t.organization.id);
+  await publishEvents(q);
+  const held = new Map([[t.organization.id, 2]]);
+  const [hook] = (await exchange(q, [], claim({ take: 1, hold: 10, bound: 4, busy: held }))).claimed;
+  assert.equal(hook?.webhook_id, second.id, 'the webhook holding nothing goes before its older sibling');
+});
+
 test('the last final outcome of an event drops the booking kept for its bodies, in the same write', async () => {
   await drain();
   const { hook } = await backlog(1);
