@@ -254,9 +254,8 @@ $$;
 -- what is held: within an organization the webhooks holding the fewest leases first, across
 -- organizations those holding the fewest (`busy_counts`) first, the oldest due only among equals,
 -- so that a webhook whose deliveries are newer than the rest (one just taken over from a worker
--- that died) does not wait for the others to catch up (with a 5 s lease, the killed worker's
--- webhooks all resumed 6.5 to 10 s after the kill with turns by age, 5.0 to 6.9 s since: the
--- rebalance benchmark); no organization above its fair
+-- that died) does not wait for the others to catch up (docs/decisions.md, "The claim", has the
+-- measurement); no organization above its fair
 -- share of the caller's `budget` (the budget divided among the organizations it holds leases of,
 -- `busy_orgs`/`busy_counts`, or with deliveries due, and never above seven eighths of it, so a
 -- newcomer finds room beside a tenant whose receivers hang), `take` in all. Each candidate is locked
@@ -396,7 +395,7 @@ BEGIN
   END IF;
   RETURN QUERY
   WITH rooms AS (
-    SELECT h.part, h.hook, w.organization_id AS org, hold - l.n AS room, l.others,
+    SELECT h.part, h.hook, w.organization_id AS org, l.n AS held, l.others,
            CASE WHEN h.hook = ANY (answering) THEN hold ELSE bound - l.sent END AS slots
     FROM unnest(hooks, hook_parts) AS h(hook, part) JOIN webhooks w ON w.id = h.hook
     CROSS JOIN LATERAL (SELECT count(*)::integer AS n, count(*) FILTER (WHERE x.sent)::integer AS sent,
@@ -404,12 +403,12 @@ BEGIN
                         FROM delivery_queue x WHERE x.webhook_id = h.hook AND x.lease_owner IS NOT NULL) l
   ), candidates AS (
     SELECT x.id AS delivery, x.next_retry_at AS due, x.event_id AS ev, r.org, r.slots, r.others,
-           hold - r.room AS held, row_number() OVER (PARTITION BY r.hook ORDER BY x.next_retry_at, x.event_id) AS k
+           r.held, row_number() OVER (PARTITION BY r.hook ORDER BY x.next_retry_at, x.event_id) AS k
     FROM rooms r CROSS JOIN LATERAL (
       SELECT q.id, q.next_retry_at, q.event_id FROM delivery_queue q
       WHERE q.partition = r.part AND q.webhook_id = r.hook AND q.lease_owner IS NULL AND q.next_retry_at <= now()
       ORDER BY q.next_retry_at, q.event_id
-      LIMIT greatest(r.room, 0)
+      LIMIT greatest(hold - r.held, 0)
       FOR UPDATE OF q SKIP LOCKED
     ) x
   ), busy AS (
