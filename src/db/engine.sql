@@ -103,9 +103,10 @@ ALTER FUNCTION publish_outbox(integer, boolean) SET enable_seqscan = off;
 -- partitions free, their leases given back), and the partitions go to their assignees. The
 -- assignment is made again whenever a worker joined or left (delivery_divide); a worker lets go of
 -- partitions assigned to another at once and takes those assigned to it once free, so each webhook
--- has one owner at a time; a webhook whose previous owner still holds leases is not claimed until
--- they end (delivery_exchange), so its bound holds across the handover. Beats take turns under a
--- lock of this schema's: an assignment is read and written whole.
+-- has one owner at a time; the attempts a previous owner still has in flight at a webhook count
+-- against its bound for the next (delivery_exchange), so the bound holds across the handover. Beats
+-- take turns under a lock of this schema's (an assignment is read and written whole), which every
+-- exchange holds shared: ownership changes between exchanges, never during one.
 CREATE OR REPLACE FUNCTION delivery_worker_beat(worker uuid, host text, pid integer, build text, lease_ms integer)
 RETURNS smallint[]
 LANGUAGE plpgsql AS $$
@@ -219,19 +220,29 @@ BEGIN
 END
 $$;
 
--- A worker stopping: its partitions are free at once, for the others (woken) to take.
+-- A worker stopping: its partitions are free at once, for the others (woken) to take (under the
+-- beats' lock: exchanges see ownership change between them, never during one).
 CREATE OR REPLACE FUNCTION delivery_worker_leave(worker uuid) RETURNS void
 LANGUAGE sql AS $$
+  SELECT pg_advisory_xact_lock(734110905, hashtext(current_schema()));
   DELETE FROM delivery_workers WHERE id = worker;
   SELECT pg_notify('svc_workers', current_schema());
 $$;
 
 -- 3. What the caller sent, gave up and finished written, then deliveries claimed, in one transaction.
 --
+-- Beats change who owns which partition under their lock; an exchange holds the same lock shared,
+-- so the partitions it reads as the caller's stay the caller's until it commits, and a partition
+-- the caller has lost is lost here even before the caller's own beat has told it. A caller neither
+-- arms nor claims anything of a partition it does not own: a new owner's claim, which counts the
+-- attempts in flight at a webhook, never misses one that a previous owner sends afterwards.
+--
 -- `sent_leases`: leases the caller sends next (it starts none before the database has heard so): a
--- lease given back by anyone else counts as an attempt only when it was. `released_leases`: leases
--- it claimed ahead and did not send (it lost the webhook's partition, the webhook went inactive,
--- the lease came too near its end, it is stopping): due again as they were, uncounted.
+-- lease given back by anyone else counts as an attempt only when it was. Those not armed (the lease
+-- or its partition no longer the caller's) are named in the answer, and the caller lets them go.
+-- `released_leases`: leases it claimed ahead and did not send (it lost the webhook's partition, the
+-- webhook went inactive, the lease came too near its end, it is stopping): due again as they were,
+-- uncounted.
 --
 -- `outcomes`: a JSON array of {id, token, status, max_attempts, retry_ms, http_status, error,
 -- duration_ms, counts, blames, ord}, in the order the attempts ended. An outcome is written only
@@ -244,55 +255,64 @@ $$;
 -- is not kept longer than a delivery needs it.
 --
 -- Then the claim, ahead of the caller's attempts (it queues what it claims per webhook and starts
--- each within the webhook's bound): of the partitions `parts` (the caller's own, all of them or
--- those where it knows of work), the webhooks with waiting deliveries (one index probe each,
--- however deep a backlog), of each its oldest due deliveries up to `hold` leases (any worker's),
--- each with the attempts in flight of other workers at its webhook (a previous owner's, while a
--- partition changes hands: the caller starts no more than the bound leaves), armed (sent next): all of them
--- for the webhooks `answering` (their attempts turn over within an exchange), for the others as
--- many as their free slots (`bound` less their armed leases); then taken in turns that even out
--- what is held: within an organization the webhooks holding the fewest leases first, across
--- organizations those holding the fewest (`busy_counts`) first, the oldest due only among equals,
--- so that a webhook whose deliveries are newer than the rest (one just taken over from a worker
--- that died) does not wait for the others to catch up (docs/decisions.md, "The claim", has the
--- measurement); no organization above its fair
--- share of the caller's `budget` (the budget divided among the organizations it holds leases of,
--- `busy_orgs`/`busy_counts`, or with deliveries due, and never above seven eighths of it, so a
--- newcomer finds room beside a tenant whose receivers hang), `take` in all. Each candidate is locked
--- as its index is read (SKIP LOCKED).
+-- each within the webhook's bound): of the partitions `parts` it owns (all of them or those where it
+-- knows of work), the webhooks with waiting deliveries (one index probe each, however deep a
+-- backlog), of each its oldest due deliveries up to `hold` leases (any worker's), each with the
+-- attempts in flight of other workers at its webhook (a previous owner's, while a partition changes
+-- hands: the caller starts no more than the bound leaves), armed (sent next): all of them for the
+-- webhooks `answering` (their attempts turn over within an exchange), for the others as many as
+-- their free slots (`bound` less their armed leases); then taken in turns that even out what is
+-- held: within an organization the webhooks holding the fewest leases first, across organizations
+-- those holding the fewest (`busy_counts`) first, the oldest due only among equals, so that a
+-- webhook whose deliveries are newer than the rest (one just taken over from a worker that died)
+-- does not wait for the others to catch up (docs/decisions.md, "The claim"); no organization above
+-- its fair share of the caller's `budget` (the budget divided among the organizations it holds
+-- leases of, `busy_orgs`/`busy_counts`, or with deliveries due, and never above seven eighths of it,
+-- so a newcomer finds room beside a tenant whose receivers hang), `take` in all. Each candidate is
+-- locked as its index is read (SKIP LOCKED).
 --
--- Rows answered: first a 'written' row for each outcome written (its lease still held) and a
--- 'tally' row for each webhook whose failure count the outcomes changed (the count before and
--- after, whether still active); then a 'claimed' row for each delivery claimed, in the order of
--- their attempts, with all its attempt needs; last, when deliveries are still due in the partitions
--- walked, one 'backlog' row naming those partitions.
+-- Rows answered: a row for each delivery claimed, in the order of its attempts, with all its attempt
+-- needs; then one row whose `summary` alone is set: the outcomes `written` (their leases still
+-- held), the `tallies` of the webhooks whose failure count they changed (before and after, whether
+-- still active), the attempts other workers have in flight at each webhook `shared` (a previous
+-- owner's), the `backlog` (the partitions walked where deliveries are still due after the claim:
+-- they wait for room, and the caller looks there again when room frees) and the leases `unarmed`.
 CREATE OR REPLACE FUNCTION delivery_exchange(
   worker uuid, token uuid, lease_ms integer, sent_leases uuid[], released_leases uuid[], outcomes jsonb, disable_at integer,
   parts smallint[], take integer, hold integer, bound integer, answering uuid[], shared uuid[],
   budget integer, busy_orgs uuid[], busy_counts integer[]
 ) RETURNS TABLE (
-  kind text, id uuid, webhook_id uuid, event_id uuid, attempt integer, replayed_from integer,
+  id uuid, webhook_id uuid, event_id uuid, attempt integer, replayed_from integer,
   organization_id uuid, integration_id uuid, webhook_active boolean, url text, secret bytea,
   previous_secret bytea, previous_valid boolean, integration_active boolean, scopes text[],
   webhooks_enabled boolean, event_type text, event_created_at timestamptz, resource_type text,
   resource_id uuid, changes text[], previous_status text, booking jsonb, link_external_id text,
-  failures integer, failures_before integer, partitions smallint[], armed boolean, others_sent integer
+  armed boolean, others_sent integer, summary jsonb
 )
 LANGUAGE plpgsql AS $$
 DECLARE
   -- The webhooks with waiting deliveries in the caller's partitions, and each one's partition.
   hooks uuid[];
   hook_parts smallint[];
+  written_ids uuid[];
+  tally_rows jsonb;
+  unarmed_ids uuid[];
+  backlog_parts smallint[];
 BEGIN
-  IF cardinality(sent_leases) > 0 THEN
-    UPDATE delivery_queue q SET sent = true WHERE q.id = ANY (sent_leases) AND q.lease_owner = worker;
-  END IF;
+  PERFORM pg_advisory_xact_lock_shared(734110905, hashtext(current_schema()));
+  parts := ARRAY(SELECT p.partition FROM delivery_partitions p WHERE p.owner = worker AND p.partition = ANY (parts));
+  WITH armed_now AS (
+    UPDATE delivery_queue q SET sent = true
+    WHERE q.id = ANY (sent_leases) AND q.lease_owner = worker
+      AND EXISTS (SELECT 1 FROM delivery_partitions p WHERE p.partition = q.partition AND p.owner = worker)
+    RETURNING q.id
+  )
+  SELECT ARRAY(SELECT s.x FROM unnest(sent_leases) AS s(x) EXCEPT SELECT a.id FROM armed_now a) INTO unarmed_ids;
   IF cardinality(released_leases) > 0 THEN
     UPDATE delivery_queue q SET lease_owner = NULL, lease_token = NULL, lease_until = NULL, sent = false
     WHERE q.id = ANY (released_leases) AND q.lease_owner = worker;
   END IF;
   IF jsonb_array_length(outcomes) > 0 THEN
-    RETURN QUERY
     WITH r AS (
       SELECT * FROM jsonb_to_recordset(outcomes) AS r(
         id uuid, token uuid, status text, max_attempts integer, retry_ms float8, http_status integer,
@@ -346,124 +366,106 @@ BEGIN
       WHERE w.id = t.webhook_id AND t.after <> t.before
       RETURNING w.id, w.organization_id, w.integration_id, w.active, t.after, t.before
     )
-    SELECT 'written'::text, d.id, d.webhook_id, d.event_id, NULL::integer, NULL::integer,
-           NULL::uuid, NULL::uuid, NULL::boolean, NULL::text, NULL::bytea, NULL::bytea,
-           NULL::boolean, NULL::boolean, NULL::text[], NULL::boolean, NULL::text, NULL::timestamptz,
-           NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, NULL::integer, NULL::integer, NULL::smallint[], NULL::boolean, NULL::integer
-    FROM d
-    UNION ALL
-    SELECT 'tally'::text, NULL::uuid, h.id, NULL::uuid, NULL::integer, NULL::integer,
-           h.organization_id, h.integration_id, h.active, NULL::text, NULL::bytea, NULL::bytea,
-           NULL::boolean, NULL::boolean, NULL::text[], NULL::boolean, NULL::text, NULL::timestamptz,
-           NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, h.after, h.before, NULL::smallint[], NULL::boolean, NULL::integer
-    FROM h;
+    SELECT ARRAY(SELECT d.id FROM d),
+           (SELECT jsonb_agg(jsonb_build_object('webhookId', h.id, 'organizationId', h.organization_id,
+                                                'integrationId', h.integration_id, 'active', h.active,
+                                                'failures', h.after, 'failuresBefore', h.before)) FROM h)
+    INTO written_ids, tally_rows;
   END IF;
 
-  -- The attempts in flight of other workers at the webhooks `shared` (a previous owner's, while a
-  -- partition changes hands): the caller starts no more than the bound leaves beside them.
-  IF cardinality(shared) > 0 THEN
+  IF take > 0 THEN
+    -- A skip scan of the queue's index: one probe per partition and per webhook with waiting
+    -- deliveries, however deep any backlog.
+    WITH RECURSIVE walk AS (
+      SELECT p.part, (SELECT q.webhook_id FROM delivery_queue q
+                      WHERE q.partition = p.part AND q.lease_owner IS NULL
+                      ORDER BY q.webhook_id LIMIT 1) AS hook
+      FROM unnest(parts) AS p(part)
+      UNION ALL
+      SELECT w.part, (SELECT q.webhook_id FROM delivery_queue q
+                      WHERE q.partition = w.part AND q.lease_owner IS NULL AND q.webhook_id > w.hook
+                      ORDER BY q.webhook_id LIMIT 1)
+      FROM walk w WHERE w.hook IS NOT NULL
+    )
+    SELECT array_agg(w.hook), array_agg(w.part) INTO hooks, hook_parts FROM walk w WHERE w.hook IS NOT NULL;
+  END IF;
+  IF hooks IS NOT NULL THEN
     RETURN QUERY
-    SELECT 'shared'::text, NULL::uuid, s.hook, NULL::uuid, NULL::integer, NULL::integer,
-           NULL::uuid, NULL::uuid, NULL::boolean, NULL::text, NULL::bytea, NULL::bytea,
-           NULL::boolean, NULL::boolean, NULL::text[], NULL::boolean, NULL::text, NULL::timestamptz,
-           NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, NULL::integer, NULL::integer,
-           NULL::smallint[], NULL::boolean,
-           (SELECT count(*)::integer FROM delivery_queue x
-            WHERE x.webhook_id = s.hook AND x.lease_owner IS NOT NULL AND x.lease_owner <> worker AND x.sent)
-    FROM unnest(shared) AS s(hook);
+    WITH rooms AS (
+      SELECT h.part, h.hook, w.organization_id AS org, l.n AS held, l.others,
+             CASE WHEN h.hook = ANY (answering) THEN hold ELSE bound - l.sent END AS slots
+      FROM unnest(hooks, hook_parts) AS h(hook, part) JOIN webhooks w ON w.id = h.hook
+      CROSS JOIN LATERAL (SELECT count(*)::integer AS n, count(*) FILTER (WHERE x.sent)::integer AS sent,
+                                 count(*) FILTER (WHERE x.sent AND x.lease_owner <> worker)::integer AS others
+                          FROM delivery_queue x WHERE x.webhook_id = h.hook AND x.lease_owner IS NOT NULL) l
+    ), candidates AS (
+      SELECT x.id AS delivery, x.next_retry_at AS due, x.event_id AS ev, r.org, r.slots, r.others,
+             r.held, row_number() OVER (PARTITION BY r.hook ORDER BY x.next_retry_at, x.event_id) AS k
+      FROM rooms r CROSS JOIN LATERAL (
+        SELECT q.id, q.next_retry_at, q.event_id FROM delivery_queue q
+        WHERE q.partition = r.part AND q.webhook_id = r.hook AND q.lease_owner IS NULL AND q.next_retry_at <= now()
+        ORDER BY q.next_retry_at, q.event_id
+        LIMIT greatest(hold - r.held, 0)
+        FOR UPDATE OF q SKIP LOCKED
+      ) x
+    ), busy AS (
+      SELECT b.org, b.n FROM unnest(busy_orgs, busy_counts) AS b(org, n)
+    ), share AS (
+      SELECT greatest(1, least(ceil(budget::numeric / greatest(count(*), 1))::integer,
+                               budget - ceil(budget / 8.0)::integer)) AS fair
+      FROM (SELECT c.org FROM candidates c UNION SELECT b.org FROM busy b) o
+    ), picked AS (
+      SELECT t.delivery, t.k <= t.slots AS armed, t.others,
+             row_number() OVER (ORDER BY t.turn + coalesce(b.n, 0), t.due, t.ev) AS pos
+      FROM (SELECT c.*, row_number() OVER (PARTITION BY c.org ORDER BY c.k + c.held, c.due, c.ev) AS turn
+            FROM candidates c) t
+      LEFT JOIN busy b ON b.org = t.org
+      WHERE t.turn <= (SELECT s.fair FROM share s) - coalesce(b.n, 0)
+      ORDER BY pos LIMIT take
+    ), leased AS (
+      UPDATE delivery_queue q
+      SET lease_owner = worker, lease_token = token, lease_until = now() + make_interval(secs => lease_ms / 1000.0),
+          sent = p.armed
+      FROM picked p WHERE q.id = p.delivery
+      RETURNING q.id
+    )
+    SELECT d.id, d.webhook_id, d.event_id, d.attempt + 1, d.replayed_from,
+           w.organization_id, w.integration_id, w.active, w.url, w.secret,
+           w.previous_secret, coalesce(w.previous_secret_until > now(), false), i.status = 'active', i.scopes,
+           o.webhooks_enabled AND o.api_enabled, e.type, e.created_at, e.resource_type,
+           e.resource_id, e.changes, e.previous_status, ep.booking, x.external_id,
+           p.armed, p.others, NULL::jsonb
+    FROM picked p
+    JOIN webhook_deliveries d ON d.id = p.delivery
+    JOIN webhooks w ON w.id = d.webhook_id
+    JOIN integrations i ON i.id = w.integration_id
+    JOIN events e ON e.id = d.event_id
+    JOIN organizations o ON o.id = e.organization_id
+    LEFT JOIN event_payloads ep ON ep.event_id = e.id
+    LEFT JOIN booking_external_ids x ON x.integration_id = w.integration_id AND x.booking_id = e.resource_id
+    WHERE EXISTS (SELECT 1 FROM leased l WHERE l.id = p.delivery)
+    ORDER BY p.pos;
+    SELECT array_agg(DISTINCT h.part) INTO backlog_parts
+    FROM unnest(hooks, hook_parts) AS h(hook, part)
+    -- One index probe per webhook (a semi-join would read every due delivery of the queue).
+    CROSS JOIN LATERAL (SELECT 1 FROM delivery_queue q
+                        WHERE q.partition = h.part AND q.webhook_id = h.hook AND q.lease_owner IS NULL
+                          AND q.next_retry_at <= now()
+                        LIMIT 1) due;
   END IF;
 
-  IF take <= 0 THEN
-    RETURN;
-  END IF;
-  -- A skip scan of the queue's index: one probe per partition and per webhook with waiting
-  -- deliveries, however deep any backlog.
-  WITH RECURSIVE walk AS (
-    SELECT p.part, (SELECT q.webhook_id FROM delivery_queue q
-                    WHERE q.partition = p.part AND q.lease_owner IS NULL
-                    ORDER BY q.webhook_id LIMIT 1) AS hook
-    FROM unnest(parts) AS p(part)
-    UNION ALL
-    SELECT w.part, (SELECT q.webhook_id FROM delivery_queue q
-                    WHERE q.partition = w.part AND q.lease_owner IS NULL AND q.webhook_id > w.hook
-                    ORDER BY q.webhook_id LIMIT 1)
-    FROM walk w WHERE w.hook IS NOT NULL
-  )
-  SELECT array_agg(w.hook), array_agg(w.part) INTO hooks, hook_parts FROM walk w WHERE w.hook IS NOT NULL;
-  IF hooks IS NULL THEN
-    RETURN;
-  END IF;
-  RETURN QUERY
-  WITH rooms AS (
-    SELECT h.part, h.hook, w.organization_id AS org, l.n AS held, l.others,
-           CASE WHEN h.hook = ANY (answering) THEN hold ELSE bound - l.sent END AS slots
-    FROM unnest(hooks, hook_parts) AS h(hook, part) JOIN webhooks w ON w.id = h.hook
-    CROSS JOIN LATERAL (SELECT count(*)::integer AS n, count(*) FILTER (WHERE x.sent)::integer AS sent,
-                               count(*) FILTER (WHERE x.sent AND x.lease_owner <> worker)::integer AS others
-                        FROM delivery_queue x WHERE x.webhook_id = h.hook AND x.lease_owner IS NOT NULL) l
-  ), candidates AS (
-    SELECT x.id AS delivery, x.next_retry_at AS due, x.event_id AS ev, r.org, r.slots, r.others,
-           r.held, row_number() OVER (PARTITION BY r.hook ORDER BY x.next_retry_at, x.event_id) AS k
-    FROM rooms r CROSS JOIN LATERAL (
-      SELECT q.id, q.next_retry_at, q.event_id FROM delivery_queue q
-      WHERE q.partition = r.part AND q.webhook_id = r.hook AND q.lease_owner IS NULL AND q.next_retry_at <= now()
-      ORDER BY q.next_retry_at, q.event_id
-      LIMIT greatest(hold - r.held, 0)
-      FOR UPDATE OF q SKIP LOCKED
-    ) x
-  ), busy AS (
-    SELECT b.org, b.n FROM unnest(busy_orgs, busy_counts) AS b(org, n)
-  ), share AS (
-    SELECT greatest(1, least(ceil(budget::numeric / greatest(count(*), 1))::integer,
-                             budget - ceil(budget / 8.0)::integer)) AS fair
-    FROM (SELECT c.org FROM candidates c UNION SELECT b.org FROM busy b) o
-  ), picked AS (
-    SELECT t.delivery, t.k <= t.slots AS armed, t.others,
-           row_number() OVER (ORDER BY t.turn + coalesce(b.n, 0), t.due, t.ev) AS pos
-    FROM (SELECT c.*, row_number() OVER (PARTITION BY c.org ORDER BY c.k + c.held, c.due, c.ev) AS turn
-          FROM candidates c) t
-    LEFT JOIN busy b ON b.org = t.org
-    WHERE t.turn <= (SELECT s.fair FROM share s) - coalesce(b.n, 0)
-    ORDER BY pos LIMIT take
-  ), leased AS (
-    UPDATE delivery_queue q
-    SET lease_owner = worker, lease_token = token, lease_until = now() + make_interval(secs => lease_ms / 1000.0),
-        sent = p.armed
-    FROM picked p WHERE q.id = p.delivery
-    RETURNING q.id
-  )
-  SELECT 'claimed'::text, d.id, d.webhook_id, d.event_id, d.attempt + 1, d.replayed_from,
-         w.organization_id, w.integration_id, w.active, w.url, w.secret,
-         w.previous_secret, coalesce(w.previous_secret_until > now(), false), i.status = 'active', i.scopes,
-         o.webhooks_enabled AND o.api_enabled, e.type, e.created_at, e.resource_type,
-         e.resource_id, e.changes, e.previous_status, ep.booking, x.external_id,
-         w.consecutive_failures, NULL::integer, NULL::smallint[], p.armed, p.others
-  FROM picked p
-  JOIN webhook_deliveries d ON d.id = p.delivery
-  JOIN webhooks w ON w.id = d.webhook_id
-  JOIN integrations i ON i.id = w.integration_id
-  JOIN events e ON e.id = d.event_id
-  JOIN organizations o ON o.id = e.organization_id
-  LEFT JOIN event_payloads ep ON ep.event_id = e.id
-  LEFT JOIN booking_external_ids x ON x.integration_id = w.integration_id AND x.booking_id = e.resource_id
-  WHERE EXISTS (SELECT 1 FROM leased l WHERE l.id = p.delivery)
-  ORDER BY p.pos;
-  -- The partitions where deliveries are still due after this claim (they wait for room: a
-  -- webhook's bound, an organization's share, the caller's budget): the caller looks there again
-  -- when room frees, and need not walk the others.
-  RETURN QUERY
-  SELECT 'backlog'::text, NULL::uuid, NULL::uuid, NULL::uuid, NULL::integer, NULL::integer,
-         NULL::uuid, NULL::uuid, NULL::boolean, NULL::text, NULL::bytea, NULL::bytea,
-         NULL::boolean, NULL::boolean, NULL::text[], NULL::boolean, NULL::text, NULL::timestamptz,
-         NULL::text, NULL::uuid, NULL::text[], NULL::text, NULL::jsonb, NULL::text, NULL::integer, NULL::integer,
-         array_agg(DISTINCT h.part), NULL::boolean, NULL::integer
-  FROM unnest(hooks, hook_parts) AS h(hook, part)
-  -- One index probe per webhook (a semi-join would read every due delivery of the queue).
-  CROSS JOIN LATERAL (SELECT 1 FROM delivery_queue q
-                      WHERE q.partition = h.part AND q.webhook_id = h.hook AND q.lease_owner IS NULL
-                        AND q.next_retry_at <= now()
-                      LIMIT 1) due
-  HAVING count(*) > 0;
+  summary := jsonb_build_object(
+    'written', coalesce(written_ids, '{}'),
+    'tallies', coalesce(tally_rows, '[]'),
+    -- Counted after the claim, which saw the same attempts in flight.
+    'shared', (SELECT coalesce(jsonb_object_agg(s.hook, c.n), '{}')
+               FROM unnest(shared) AS s(hook)
+               CROSS JOIN LATERAL (SELECT count(*) AS n FROM delivery_queue x
+                                   WHERE x.webhook_id = s.hook AND x.lease_owner IS NOT NULL
+                                     AND x.lease_owner <> worker AND x.sent) c),
+    'backlog', coalesce(backlog_parts, '{}'),
+    'unarmed', unarmed_ids);
+  RETURN NEXT;
 END
 $$;
 

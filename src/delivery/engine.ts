@@ -104,17 +104,21 @@ export interface Exchanged {
   backlog: number[];
   /** Of the webhooks `shared`, the attempts other workers have in flight at each. */
   shared: Map<string, number>;
+  /** Of the leases `armed`, those not armed: no longer the worker's, or their partition not (it lets them go). */
+  unarmed: Set<string>;
 }
 
 /** A webhook's partition, as webhook_partition() in the database computes it: its id's last byte modulo 64. */
 export const partitionOf = (webhookId: string): number => Number.parseInt(webhookId.slice(-2), 16) % 64;
 
-type ExchangeRow = Claimed & {
-  kind: 'claimed' | 'written' | 'tally' | 'backlog' | 'shared';
-  failures: number | null;
-  failures_before: number | null;
-  partitions: number[] | null;
-};
+/** The exchange's last row: what it wrote and found besides the deliveries claimed. */
+interface Summary {
+  written: string[];
+  tallies: Tally[];
+  shared: Record<string, number>;
+  backlog: number[];
+  unarmed: string[];
+}
 
 /** Bytes as a Buffer: the embedded database answers bytea with a plain Uint8Array. */
 const bytes = (b: Uint8Array | null): Buffer | null =>
@@ -140,7 +144,7 @@ export async function exchange(
     ord: i + 1,
   }));
   const token = randomUUID();
-  const rows = await q.query<ExchangeRow>(
+  const rows = await q.query<Claimed & { summary: Summary | null }>(
     'SELECT * FROM delivery_exchange($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)',
     [
       r.worker,
@@ -161,28 +165,20 @@ export async function exchange(
       `{${[...r.busy.values()].join(',')}}`,
     ],
   );
-  const done: Exchanged = { claimed: [], written: new Set(), tallies: [], backlog: [], shared: new Map() };
+  const summary = rows.pop()?.summary as Summary;
   for (const row of rows) {
-    if (row.kind === 'written') done.written.add(row.id);
-    else if (row.kind === 'backlog') done.backlog = row.partitions ?? [];
-    else if (row.kind === 'shared') done.shared.set(row.webhook_id, row.others_sent);
-    else if (row.kind === 'tally') {
-      done.tallies.push({
-        webhookId: row.webhook_id,
-        organizationId: row.organization_id,
-        integrationId: row.integration_id,
-        active: row.webhook_active,
-        failures: row.failures ?? 0,
-        failuresBefore: row.failures_before ?? 0,
-      });
-    } else {
-      row.secret = bytes(row.secret) as Buffer;
-      row.previous_secret = bytes(row.previous_secret);
-      row.lease_token = token;
-      done.claimed.push(row);
-    }
+    row.secret = bytes(row.secret) as Buffer;
+    row.previous_secret = bytes(row.previous_secret);
+    row.lease_token = token;
   }
-  return done;
+  return {
+    claimed: rows,
+    written: new Set(summary.written),
+    tallies: summary.tallies,
+    backlog: summary.backlog,
+    shared: new Map(Object.entries(summary.shared)),
+    unarmed: new Set(summary.unarmed),
+  };
 }
 
 export interface WorkerIdentity {

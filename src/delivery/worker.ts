@@ -285,7 +285,12 @@ class DeliveryWorker {
     }
     batch.written();
     this.exchangedAt = this.now();
-    held.armed(arming.ids);
+    held.armed(arming.ids.filter((id) => !result.unarmed.has(id)));
+    if (result.unarmed.size > 0) {
+      // Their partition changed hands before its beat told this worker: let go, and beat now.
+      held.drop((c) => !result.unarmed.has(c.id));
+      this.assigned.soon();
+    }
     // A previous owner's attempts ended: the next round arms what waited for their slots.
     if (held.othersInFlight(result.shared)) this.wakeup.ring();
     this.recorded(outcomes, result, take);

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import type { Queryable } from '../../src/db/db.js';
-import { exchange } from '../../src/delivery/engine.js';
+import { beat, exchange } from '../../src/delivery/engine.js';
 import { openTestDb, usingServer } from '../support/context.js';
 import { succeededOutcome } from '../support/webhooks.js';
 
@@ -48,8 +48,11 @@ async function insertWebhook(q: Queryable, code: string, name: string) {
   return hook as { id: string; organization_id: string };
 }
 
+/** The one worker: it owns every partition once it has beaten. */
+const WORKER = { id: randomUUID(), host: 'test', pid: 1, build: 'test' };
+
 const request = (take: number) => ({
-  worker: randomUUID(),
+  worker: WORKER.id,
   leaseMs: 30_000,
   partitions: ALL,
   armed: [],
@@ -68,6 +71,7 @@ test('the publisher and the exchange read the outbox and the queue by key, also 
 }, async () => {
   const { db, drop } = await openTestDb();
   try {
+    await beat(db, WORKER, 60_000);
     const seqScans = await db.tx((q) =>
       seqScansDuring(q, ['event_outbox', 'events', 'delivery_queue', 'webhook_deliveries'], async () => {
         const hook = await insertWebhook(q, '4711', 'plans');
@@ -117,6 +121,7 @@ test('the publisher and the exchange read the outbox and the queue by key, also 
 test("a delivery's history row is written once per attempt, in place: the claim writes only the queue beside it", async () => {
   const { db, drop } = await openTestDb();
   try {
+    await beat(db, WORKER, 60_000);
     // One transaction: pg_stat_xact_user_tables counts what this backend has not reported yet.
     const counts = await db.tx(async (q) => {
       const hook = await insertWebhook(q, '4713', 'hot');

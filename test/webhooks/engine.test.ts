@@ -23,9 +23,11 @@ const q = svc.db;
 const ALL = Array.from({ length: 64 }, (_, i) => i);
 
 const worker = (id: string = randomUUID()) => ({ id, host: 'test', pid: 1, build: 'test' });
+/** The worker the tests claim as: alone after drain(), it owns every partition. */
+const lone = worker();
 
 const claim = (over: Partial<ClaimRequest> = {}): ClaimRequest => ({
-  worker: randomUUID(),
+  worker: lone.id,
   leaseMs: 30_000,
   armed: [],
   released: [],
@@ -49,10 +51,21 @@ async function backlog(n: number) {
   return { t, hook };
 }
 
-/** Frees every lease and empties the queue, so each test starts from a quiet engine. */
-async function drain() {
+/** Frees every lease and empties the queue, so each test starts from a quiet engine, owned by `lone` alone unless told. */
+async function drain(owned = true) {
   await q.query('DELETE FROM delivery_queue');
   await q.query('DELETE FROM delivery_workers');
+  if (owned) await beat(q, lone, 60_000);
+}
+
+/** Hands the partitions of `webhooks` (all of them by default) to `to`, as beats do once a worker joined. */
+async function handOver(to: ReturnType<typeof worker>, webhooks?: string[]) {
+  await beat(q, to, 60_000);
+  await q.query(
+    `UPDATE delivery_partitions SET owner = $1, assigned = $1
+     WHERE $2::uuid[] IS NULL OR partition IN (SELECT webhook_partition(h) FROM unnest($2::uuid[]) AS h)`,
+    [to.id, webhooks ? `{${webhooks.join(',')}}` : null],
+  );
 }
 
 test('every function of engine.sql is defined on the database, and none of the earlier engine', async () => {
@@ -72,7 +85,7 @@ test('every function of engine.sql is defined on the database, and none of the e
 });
 
 test('every function of the engine can be called', async () => {
-  await drain();
+  await drain(false);
   const w = worker();
   assert.equal((await beat(q, w, 10_000)).length, 64, 'a lone worker owns every partition');
   const [published] = await q.query<{ busy: boolean }>('SELECT * FROM publish_outbox(10, false)');
@@ -96,7 +109,7 @@ test('every function of the engine can be called', async () => {
 });
 
 test('the partitions are divided among the live workers, each owned by one; a dead one’s are taken', async () => {
-  await drain();
+  await drain(false);
   const [a, b, c] = [worker(), worker(), worker()];
   await beat(q, a, 10_000);
   await beat(q, b, 10_000);
@@ -126,7 +139,7 @@ test('the partitions are divided among the live workers, each owned by one; a de
 });
 
 test('the partitions are divided by the webhooks in them, and a worker joining moves few', async () => {
-  await drain();
+  await drain(false);
   await q.query('UPDATE delivery_partitions SET owner = NULL, assigned = NULL');
   // 24 webhooks, all in partitions 0 to 3: a division by the partitions' number would give them all
   // to the worker with partitions 0 to 31.
@@ -184,7 +197,7 @@ test('the partitions are divided by the webhooks in them, and a worker joining m
 });
 
 test('a dead worker’s leases go back to the queue, the attempt counted only when it was sent', async () => {
-  await drain();
+  await drain(false);
   const { hook } = await backlog(2);
   const dead = worker();
   await beat(q, dead, 10_000);
@@ -234,10 +247,10 @@ test('a dead worker’s leases go back to the queue, the attempt counted only wh
 test('leases a worker lets go unsent go back uncounted, at once and in their order', async () => {
   await drain();
   const { hook } = await backlog(2);
-  const w = randomUUID();
+  const w = lone.id;
   const ids = (await exchange(q, [], claim({ worker: w }))).claimed.map((c) => c.id);
   assert.equal(ids.length, 2);
-  await exchange(q, [], claim({ released: ids, take: 0 }));
+  await exchange(q, [], claim({ worker: randomUUID(), released: ids, take: 0 }));
   assert.deepEqual((await exchange(q, [], claim())).claimed, [], 'only the lease holder lets a lease go');
   await exchange(q, [], claim({ worker: w, released: ids, take: 0 }));
   const next = await exchange(q, [], claim());
@@ -252,11 +265,12 @@ test('leases a worker lets go unsent go back uncounted, at once and in their ord
 test('a claim tells the attempts a previous owner still has in flight at the webhook, and an exchange reads them again', async () => {
   await drain();
   const { hook } = await backlog(5);
-  const previous = randomUUID();
+  const previous = lone.id;
   const before = await exchange(q, [], claim({ worker: previous, take: 1 }));
   assert.equal(before.claimed[0]?.armed, true, 'the previous owner has one attempt in flight');
-  const owner = randomUUID();
-  const next = await exchange(q, [], claim({ worker: owner, hold: 4 }));
+  const owner = worker();
+  await handOver(owner);
+  const next = await exchange(q, [], claim({ worker: owner.id, hold: 4 }));
   assert.deepEqual(
     next.claimed.map((c) => [c.others_sent, c.armed]),
     [
@@ -270,13 +284,75 @@ test('a claim tells the attempts a previous owner still has in flight at the web
   const [p] = await q.query<{ p: number }>('SELECT webhook_partition($1) AS p', [hook.id]);
   assert.deepEqual(next.backlog, [p?.p], 'deliveries are due there, waiting for room');
   assert.equal(partitionOf(hook.id), p?.p, 'the worker computes the partition as the database does');
-  const still = await exchange(q, [], claim({ worker: owner, take: 0, shared: [hook.id] }));
+  const still = await exchange(q, [], claim({ worker: owner.id, take: 0, shared: [hook.id] }));
   assert.deepEqual([...still.shared], [[hook.id, 1]]);
   // The previous owner's attempt ends: nothing of the other's is in flight any more.
   const after = await exchange(q, before.claimed.map(succeededOutcome), claim({ worker: previous, take: 0 }));
   assert.deepEqual([...after.written], [before.claimed[0]?.id]);
-  const clear = await exchange(q, [], claim({ worker: owner, take: 0, shared: [hook.id] }));
+  const clear = await exchange(q, [], claim({ worker: owner.id, take: 0, shared: [hook.id] }));
   assert.deepEqual([...clear.shared], [[hook.id, 0]]);
+});
+
+test('a worker arms and claims nothing in a partition it no longer owns, though no beat of its own told it', async () => {
+  await drain();
+  const { hook } = await backlog(4);
+  const got = await exchange(q, [], claim({ take: 2 }));
+  assert.deepEqual(
+    got.claimed.map((c) => c.armed),
+    [true, false],
+    'one sent, one claimed ahead (a bound of 1)',
+  );
+  const [sent, ahead] = got.claimed;
+  assert.ok(sent && ahead);
+  // Another worker joined and the beats moved the webhook's partition to it.
+  const next = worker();
+  await handOver(next, [hook.id]);
+  const late = await exchange(
+    q,
+    [succeededOutcome(sent)],
+    claim({ armed: [ahead.id], answering: [hook.id] }),
+  );
+  assert.deepEqual([...late.written], [sent.id], 'what it sent is written all the same');
+  assert.deepEqual([...late.unarmed], [ahead.id], 'the lease ahead is not armed: the worker lets it go');
+  assert.deepEqual(late.claimed, [], 'nothing more is claimed there');
+  const [row] = await q.query<{ sent: boolean }>('SELECT sent FROM delivery_queue WHERE id = $1', [ahead.id]);
+  assert.equal(row?.sent, false);
+  await exchange(q, [], claim({ released: [ahead.id], take: 0 }));
+  const theirs = await exchange(q, [], claim({ worker: next.id, bound: 2 }));
+  assert.deepEqual(
+    theirs.claimed.map((c) => [c.id === ahead.id, c.armed, c.others_sent]),
+    [
+      [true, true, 0],
+      [false, true, 0],
+    ],
+    'the new owner finds no attempt of the previous one in flight, fills the bound, the lease let go first',
+  );
+});
+
+test('an exchange waits for a beat under way: ownership never changes during one', {
+  skip: q.kind === 'pglite' ? 'one connection on the embedded database' : false,
+}, async () => {
+  await drain();
+  await backlog(1);
+  let done = false;
+  let exchanging: Promise<unknown> = Promise.resolve();
+  await svc.db.tx(async (beating) => {
+    // What a beat holds while it writes the assignment.
+    await beating.query('SELECT pg_advisory_xact_lock(734110905, hashtext(current_schema()))');
+    exchanging = exchange(q, [], claim()).then((r) => {
+      done = true;
+      return r;
+    });
+    while (!done) {
+      const waiting = await beating.query(
+        "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock' AND NOT granted",
+      );
+      if (waiting.length > 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    assert.equal(done, false, 'the exchange waits for the beat');
+  });
+  assert.equal(((await exchanging) as { claimed: unknown[] }).claimed.length, 1, 'then claims');
 });
 
 test('a claim takes only from the partitions it is given', async () => {
