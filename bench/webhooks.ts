@@ -360,6 +360,7 @@ async function rebalanceScenario(b: Bench, tenants: Tenant[]) {
   const count = distinct(b.receiver);
   const events: { at: number; what: string }[] = [];
   const t0 = performance.now();
+  b.receiver.bound = o.perWebhook;
   const note = (what: string) => {
     events.push({ at: r.round((performance.now() - t0) / 1000, 2), what });
     r.log(`rebalance: ${what} at ${count()} of ${expected}`);
@@ -370,9 +371,11 @@ async function rebalanceScenario(b: Bench, tenants: Tenant[]) {
     const workers = await startWorkers(b, 3, env);
     children.push(...workers);
     note('3 workers ready');
+    r.log(`rebalance: pids: workers ${workers.map((w) => w.pid)}, serve ${serve?.pid}`);
     await reach(0.2);
     children.push(...(await startWorkers(b, 1, env)));
     note('a 4th worker ready');
+    r.log(`rebalance: pids: 4th worker ${children.at(-1)?.pid}`);
     await reach(0.4);
     const killed = await pathsOwnedBy(b, workers[1]?.pid ?? 0);
     const killedAt = performance.now();
@@ -388,6 +391,10 @@ async function rebalanceScenario(b: Bench, tenants: Tenant[]) {
     note('worker 3 stopped (SIGTERM)');
     const arrived = await arrivalsOf(b.receiver, expected, Math.max(30_000, o.leaseSeconds * 3000));
     note('last arrival');
+    for (const e of b.receiver.excesses)
+      r.log(
+        `rebalance: over the bound ${JSON.stringify({ ...e, at: (e.at - t0) / 1000, open: e.open.map((x) => ({ ...x, since: (x.since - t0) / 1000 })) })}`,
+      );
     const all = b.receiver.arrivals;
     const firstAttempt = new Map<string, number>();
     for (const a of all) if (!firstAttempt.has(a.deliveryId)) firstAttempt.set(a.deliveryId, a.attempt);

@@ -2,9 +2,10 @@
 // certificate (test/fixtures/tls), keep-alive, answering 200 `delayMs` after a body has arrived.
 // Each path is one webhook. It records every arrival (performance.now() of this process, the clock
 // the feed is timed with) with the delivery id and attempt the sender gave, and counts each
-// webhook's requests in flight (from their headers to the answer, or the connection's end) with
-// the most ever seen: the sender's own count can only be larger, so a bound exceeded here was
-// exceeded by the sender.
+// webhook's requests in flight (from their headers to the answer written, or the connection's end)
+// with the most ever seen: the sender's own count can only be larger, so a bound exceeded here was
+// exceeded by the sender. Beyond `bound`, what was in flight is kept with each sender's pid.
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
@@ -19,6 +20,13 @@ export interface Arrival {
   deliveryId: string;
   attempt: number;
   body: string;
+}
+
+/** A request beyond a webhook's bound: what was in flight there, and which process sent each. */
+export interface Excess {
+  at: number;
+  path: string;
+  open: { deliveryId: string; attempt: number; since: number; pid: number | null }[];
 }
 
 export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
@@ -43,6 +51,9 @@ export async function startReceiver() {
     /** Requests in flight now, and the most ever seen, per path. */
     inFlight: new Map<string, number>(),
     maxInFlight: new Map<string, number>(),
+    /** Above this many in flight at one path, what was open is kept in `excesses`. */
+    bound: Number.POSITIVE_INFINITY,
+    excesses: [] as Excess[],
     /** Forgets every arrival and the most in flight (before a new phase). */
     reset() {
       receiver.arrivals = [];
@@ -64,12 +75,30 @@ export async function startReceiver() {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
+  const open = new Map<string, Set<{ deliveryId: string; attempt: number; since: number; port: number }>>();
   server.on('request', (req, res) => {
     const path = req.url ?? '';
     const now = (receiver.inFlight.get(path) ?? 0) + 1;
     receiver.inFlight.set(path, now);
     receiver.maxInFlight.set(path, Math.max(now, receiver.maxInFlight.get(path) ?? 0));
-    res.once('close', () => receiver.inFlight.set(path, (receiver.inFlight.get(path) ?? 1) - 1));
+    const mine = {
+      deliveryId: String(req.headers['x-svc-delivery'] ?? ''),
+      attempt: Number(req.headers['x-svc-attempt'] ?? 0),
+      since: performance.now(),
+      port: req.socket.remotePort ?? 0,
+    };
+    const here = open.get(path) ?? new Set();
+    open.set(path, here.add(mine));
+    if (now > receiver.bound) receiver.excesses.push(excess(path, here));
+    // Over once the answer is written, or the connection ends first. The answer's 'close' comes
+    // later: TLS reports a write done in a later phase of the loop, after the sender may have read
+    // the answer and its next request been read here (a fifth request of one sender whose first
+    // answer had left a millisecond before, seen in rebalance runs).
+    const over = () => {
+      if (!here.delete(mine)) return;
+      receiver.inFlight.set(path, (receiver.inFlight.get(path) ?? 1) - 1);
+    };
+    res.once('close', over);
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
@@ -84,10 +113,33 @@ export async function startReceiver() {
       const answer = () => {
         res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'content-length': '2' });
         res.end('ok');
+        over();
       };
       if (receiver.delayMs > 0) setTimeout(answer, receiver.delayMs);
       else answer();
     });
   });
+  /** The senders' processes, by their sockets' ports (`ss`, this machine's loopback). */
+  const excess = (
+    path: string,
+    here: Iterable<{ deliveryId: string; attempt: number; since: number; port: number }>,
+  ): Excess => {
+    const pids = new Map<number, number>();
+    const port = (server.address() as AddressInfo).port;
+    const ss = execFileSync('ss', ['-tnpH', 'state', 'established', `dport = :${port}`], {
+      encoding: 'utf8',
+    });
+    for (const line of ss.split('\n')) {
+      const m = /:(\d+)\s+\S+:\d+\s+users:\(\("[^"]*",pid=(\d+)/.exec(line);
+      if (m) pids.set(Number(m[1]), Number(m[2]));
+    }
+    const open = [...here].map((o) => ({
+      deliveryId: o.deliveryId,
+      attempt: o.attempt,
+      since: o.since,
+      pid: pids.get(o.port) ?? null,
+    }));
+    return { at: performance.now(), path, open };
+  };
   return receiver;
 }
