@@ -16,6 +16,9 @@ import { MAX_ATTEMPTS, outcomeOf } from './policy.js';
 
 const USER_AGENT = 'SVC-Webhooks/1';
 
+/** What the retry policy decides of an attempt. */
+type Judged = 'status' | 'maxAttempts' | 'nextRetryInMs';
+
 export interface AttemptDeps {
   config: WebhookConfig;
   secrets: SecretBox;
@@ -105,55 +108,40 @@ export function attempter(deps: AttemptDeps): (claimed: Claimed) => Promise<Atte
     });
   }
 
+  /** What to record of a sent attempt (or one the service failed to prepare), by the retry policy. */
+  function recorded(claimed: Claimed, judged: number | null, seen: Omit<Recorded, Judged>): Recorded {
+    // The retry schedule counts from the attempt a replay started again from.
+    const outcome = outcomeOf(claimed.attempt - claimed.replayed_from, judged, config.retryGapsMs);
+    return {
+      status: outcome.status,
+      maxAttempts: claimed.replayed_from + outcome.maxAttempts,
+      nextRetryInMs: outcome.status === 'failed' ? outcome.retryInMs : null,
+      ...seen,
+    };
+  }
+
   return async (claimed) => {
     const refusal = notSendable(claimed);
     if (refusal) {
-      const recorded: Recorded = {
-        status: 'dead',
-        maxAttempts: claimed.replayed_from + MAX_ATTEMPTS,
-        nextRetryInMs: null,
-        httpStatus: null,
-        error: refusal,
-        durationMs: 0,
-        counts: false,
-        blames: false,
-      };
-      return { recorded, class: 'not_sent' };
+      const maxAttempts = claimed.replayed_from + MAX_ATTEMPTS;
+      const fields = { httpStatus: null, error: refusal, durationMs: 0, counts: false, blames: false };
+      return { recorded: { status: 'dead', maxAttempts, nextRetryInMs: null, ...fields }, class: 'not_sent' };
     }
     const started = performance.now();
-    // The retry schedule counts from the attempt a replay started again from.
-    const nth = claimed.attempt - claimed.replayed_from;
-    if (nth === 1 && claimed.replayed_from === 0)
-      metrics?.lag.observe((Date.now() - claimed.event_created_at.getTime()) / 1000);
+    // The lag is to a delivery's first attempt (a replay's count on from where it stopped).
+    if (claimed.attempt === 1) metrics?.lag.observe((Date.now() - claimed.event_created_at.getTime()) / 1000);
     let result: AttemptResult;
     try {
       result = await send(claimed);
     } catch (fault) {
-      const outcome = outcomeOf(nth, null, config.retryGapsMs);
-      const recorded: Recorded = {
-        status: outcome.status,
-        maxAttempts: claimed.replayed_from + outcome.maxAttempts,
-        nextRetryInMs: outcome.status === 'failed' ? outcome.retryInMs : null,
-        httpStatus: null,
-        error: `error interno del servicio (no del destino): ${describeFault(fault)}`,
-        durationMs: Math.round(performance.now() - started),
-        counts: true,
-        blames: false,
-      };
-      return { recorded, class: 'service_fault', fault };
+      const error = `error interno del servicio (no del destino): ${describeFault(fault)}`;
+      const durationMs = Math.round(performance.now() - started);
+      const seen = { httpStatus: null, error, durationMs, counts: true, blames: false };
+      return { recorded: recorded(claimed, null, seen), class: 'service_fault', fault };
     }
-    const outcome = outcomeOf(nth, judgedStatus(result), config.retryGapsMs);
-    const recorded: Recorded = {
-      status: outcome.status,
-      maxAttempts: claimed.replayed_from + outcome.maxAttempts,
-      nextRetryInMs: outcome.status === 'failed' ? outcome.retryInMs : null,
-      httpStatus: result.status,
-      error: result.error,
-      durationMs: result.durationMs,
-      counts: true,
-      blames: true,
-    };
-    return { recorded, class: classOf(result) };
+    const { status: httpStatus, error, durationMs } = result;
+    const seen = { httpStatus, error, durationMs, counts: true, blames: true };
+    return { recorded: recorded(claimed, judgedStatus(result), seen), class: classOf(result) };
   };
 }
 

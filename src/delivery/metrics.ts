@@ -5,18 +5,7 @@ import type { Queryable } from '../db/db.js';
 import { backlog, deliveryCounts } from './engine.js';
 
 /** What an attempt came to (svc_webhook_attempts_total's `outcome`). */
-export type AttemptClass =
-  | '2xx'
-  | '3xx'
-  | '4xx'
-  | '5xx'
-  | 'timeout'
-  | 'network'
-  | 'refused_target'
-  | 'service_fault'
-  | 'not_sent';
-
-export const ATTEMPT_CLASSES: readonly AttemptClass[] = [
+export const ATTEMPT_CLASSES = [
   '2xx',
   '3xx',
   '4xx',
@@ -26,7 +15,8 @@ export const ATTEMPT_CLASSES: readonly AttemptClass[] = [
   'refused_target',
   'service_fault',
   'not_sent',
-];
+] as const;
+export type AttemptClass = (typeof ATTEMPT_CLASSES)[number];
 
 export interface DeliveryMetrics {
   attempts: Counter<'outcome'>;
