@@ -105,15 +105,17 @@ ALTER FUNCTION publish_outbox(integer, boolean) SET enable_seqscan = off;
 -- partitions assigned to another at once and takes those assigned to it once free, so each webhook
 -- has one owner at a time; the attempts a previous owner still has in flight at a webhook count
 -- against its bound for the next (delivery_exchange), so the bound holds across the handover. Beats
--- take turns under a lock of this schema's (an assignment is read and written whole), which every
--- exchange holds shared: ownership changes between exchanges, never during one.
+-- take turns under a lock of this schema's: an assignment is read and written whole. Each worker
+-- has a lock of its own, which its exchanges hold shared: a beat lets a worker's partitions go (its
+-- own beat, or another's that found it dead) only under that lock, between two of its exchanges,
+-- never during one. Only a beat that moves partitions waits for it.
 CREATE OR REPLACE FUNCTION delivery_worker_beat(worker uuid, host text, pid integer, build text, lease_ms integer)
 RETURNS smallint[]
 LANGUAGE plpgsql AS $$
 DECLARE
   dead uuid[];
   divided boolean := false;
-  freed integer;
+  freed integer := 0;
 BEGIN
   -- A beat lost with a crash of the database is made again by the next: it need not wait for its
   -- commit to reach the disk (one fsync per worker and second, in the way of everything else).
@@ -121,11 +123,11 @@ BEGIN
   PERFORM pg_advisory_xact_lock(734110905, hashtext(current_schema()));
   INSERT INTO delivery_workers AS w (id, host, pid, build) VALUES (worker, host, pid, build)
   ON CONFLICT (id) DO UPDATE SET seen_at = now();
-  WITH gone AS (
-    DELETE FROM delivery_workers w
-    WHERE w.seen_at < now() - make_interval(secs => lease_ms / 1000.0) RETURNING w.id
-  ) SELECT array_agg(id) INTO dead FROM gone;
-  IF dead IS NOT NULL THEN
+  dead := ARRAY(SELECT w.id FROM delivery_workers w WHERE w.seen_at < now() - make_interval(secs => lease_ms / 1000.0));
+  IF cardinality(dead) > 0 THEN
+    -- One taken for dead may only be late: an exchange of its under way ends first.
+    PERFORM pg_advisory_xact_lock(734110906, hashtext(d.id::text)) FROM unnest(dead) AS d(id);
+    DELETE FROM delivery_workers w WHERE w.id = ANY (dead);
     PERFORM delivery_give_back(ARRAY(SELECT q.id FROM delivery_queue q WHERE q.lease_owner = ANY (dead)),
                                'el proceso que lo hacía dejó de dar señales de vida');
   END IF;
@@ -137,10 +139,13 @@ BEGIN
     PERFORM delivery_divide();
     divided := true;
   END IF;
-  UPDATE delivery_partitions p SET owner = NULL WHERE p.owner = worker AND p.assigned IS DISTINCT FROM worker;
-  GET DIAGNOSTICS freed = ROW_COUNT;
+  IF EXISTS (SELECT 1 FROM delivery_partitions p WHERE p.owner = worker AND p.assigned IS DISTINCT FROM worker) THEN
+    PERFORM pg_advisory_xact_lock(734110906, hashtext(worker::text));
+    UPDATE delivery_partitions p SET owner = NULL WHERE p.owner = worker AND p.assigned IS DISTINCT FROM worker;
+    GET DIAGNOSTICS freed = ROW_COUNT;
+  END IF;
   UPDATE delivery_partitions p SET owner = worker WHERE p.assigned = worker AND p.owner IS NULL;
-  IF dead IS NOT NULL OR divided OR freed > 0 THEN
+  IF cardinality(dead) > 0 OR divided OR freed > 0 THEN
     -- The others look at the assignment again now, not at their next beat.
     PERFORM pg_notify('svc_workers', current_schema());
   END IF;
@@ -220,20 +225,20 @@ BEGIN
 END
 $$;
 
--- A worker stopping: its partitions are free at once, for the others (woken) to take (under the
--- beats' lock: exchanges see ownership change between them, never during one).
+-- A worker stopping: its partitions are free at once, for the others (woken) to take (under its own
+-- lock, between two of its exchanges).
 CREATE OR REPLACE FUNCTION delivery_worker_leave(worker uuid) RETURNS void
 LANGUAGE sql AS $$
-  SELECT pg_advisory_xact_lock(734110905, hashtext(current_schema()));
+  SELECT pg_advisory_xact_lock(734110906, hashtext(worker::text));
   DELETE FROM delivery_workers WHERE id = worker;
   SELECT pg_notify('svc_workers', current_schema());
 $$;
 
 -- 3. What the caller sent, gave up and finished written, then deliveries claimed, in one transaction.
 --
--- Beats change who owns which partition under their lock; an exchange holds the same lock shared,
--- so the partitions it reads as the caller's stay the caller's until it commits, and a partition
--- the caller has lost is lost here even before the caller's own beat has told it. A caller neither
+-- A beat lets the caller's partitions go only under the caller's own lock, which an exchange holds
+-- shared: the partitions it reads as the caller's stay the caller's until it commits, and a
+-- partition the caller has lost is lost here even before the caller's own beat has told it. A caller neither
 -- arms nor claims anything of a partition it does not own: a new owner's claim, which counts the
 -- attempts in flight at a webhook, never misses one that a previous owner sends afterwards.
 --
@@ -299,7 +304,7 @@ DECLARE
   unarmed_ids uuid[];
   backlog_parts smallint[];
 BEGIN
-  PERFORM pg_advisory_xact_lock_shared(734110905, hashtext(current_schema()));
+  PERFORM pg_advisory_xact_lock_shared(734110906, hashtext(worker::text));
   parts := ARRAY(SELECT p.partition FROM delivery_partitions p WHERE p.owner = worker AND p.partition = ANY (parts));
   WITH armed_now AS (
     UPDATE delivery_queue q SET sent = true

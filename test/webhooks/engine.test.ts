@@ -329,7 +329,7 @@ test('a worker arms and claims nothing in a partition it no longer owns, though 
   );
 });
 
-test('an exchange waits for a beat under way: ownership never changes during one', {
+test('a worker’s exchange waits while a beat lets its partitions go: ownership never changes during one', {
   skip: q.kind === 'pglite' ? 'one connection on the embedded database' : false,
 }, async () => {
   await drain();
@@ -337,8 +337,8 @@ test('an exchange waits for a beat under way: ownership never changes during one
   let done = false;
   let exchanging: Promise<unknown> = Promise.resolve();
   await svc.db.tx(async (beating) => {
-    // What a beat holds while it writes the assignment.
-    await beating.query('SELECT pg_advisory_xact_lock(734110905, hashtext(current_schema()))');
+    // What a beat holds while it lets the worker's partitions go.
+    await beating.query('SELECT pg_advisory_xact_lock(734110906, hashtext($1::text))', [lone.id]);
     exchanging = exchange(q, [], claim()).then((r) => {
       done = true;
       return r;
@@ -353,6 +353,27 @@ test('an exchange waits for a beat under way: ownership never changes during one
     assert.equal(done, false, 'the exchange waits for the beat');
   });
   assert.equal(((await exchanging) as { claimed: unknown[] }).claimed.length, 1, 'then claims');
+  // The other way round: a beat that lets the worker's partitions go waits for its exchange under way.
+  // A worker joins: the division gives it a share, which the first worker lets go at its next beat.
+  await beat(q, worker(), 60_000);
+  let beaten = false;
+  let beating: Promise<number[]> = Promise.resolve([]);
+  await svc.db.tx(async (exchanging) => {
+    await exchanging.query('SELECT pg_advisory_xact_lock_shared(734110906, hashtext($1::text))', [lone.id]);
+    beating = beat(q, lone, 60_000).then((parts) => {
+      beaten = true;
+      return parts;
+    });
+    while (!beaten) {
+      const waiting = await exchanging.query(
+        "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND NOT granted",
+      );
+      if (waiting.length > 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    assert.equal(beaten, false, 'the beat waits for the exchange');
+  });
+  assert.ok((await beating).length < 64, 'then lets the newcomer’s share go');
 });
 
 test('a claim takes only from the partitions it is given', async () => {
