@@ -268,9 +268,10 @@ $$;
 -- webhooks `answering` (their attempts turn over within an exchange), for the others as many as
 -- their free slots (`bound` less their armed leases); then taken in turns that even out what is
 -- held: within an organization the webhooks holding the fewest leases first, across organizations
--- those holding the fewest (`busy_counts`) first, the oldest due only among equals, so that a
--- webhook whose deliveries are newer than the rest (one just taken over from a worker that died)
--- does not wait for the others to catch up (docs/decisions.md, "The claim"); no organization above
+-- those holding the fewest (`busy_counts`) first, and among equals by lot (drawn per webhook and
+-- organization at each claim), not by age, so that a webhook whose deliveries are newer than the
+-- rest (one just taken over from a worker that died or stopped) does not wait for the others to
+-- catch up (docs/decisions.md, "The claim"); a webhook's own are taken oldest first; no organization above
 -- its fair share of the caller's `budget` (the budget divided among the organizations it holds
 -- leases of, `busy_orgs`/`busy_counts`, or with deliveries due, and never above seven eighths of it,
 -- so a newcomer finds room beside a tenant whose receivers hang), `take` in all. Each candidate is
@@ -398,14 +399,15 @@ BEGIN
     RETURN QUERY
     WITH rooms AS (
       SELECT h.part, h.hook, w.organization_id AS org, l.n AS held, l.others,
-             CASE WHEN h.hook = ANY (answering) THEN hold ELSE bound - l.sent END AS slots
+             CASE WHEN h.hook = ANY (answering) THEN hold ELSE bound - l.sent END AS slots,
+             random() AS lot
       FROM unnest(hooks, hook_parts) AS h(hook, part) JOIN webhooks w ON w.id = h.hook
       CROSS JOIN LATERAL (SELECT count(*)::integer AS n, count(*) FILTER (WHERE x.sent)::integer AS sent,
                                  count(*) FILTER (WHERE x.sent AND x.lease_owner <> worker)::integer AS others
                           FROM delivery_queue x WHERE x.webhook_id = h.hook AND x.lease_owner IS NOT NULL) l
     ), candidates AS (
       SELECT x.id AS delivery, x.next_retry_at AS due, x.event_id AS ev, r.org, r.slots, r.others,
-             r.held, row_number() OVER (PARTITION BY r.hook ORDER BY x.next_retry_at, x.event_id) AS k
+             r.held, r.lot, row_number() OVER (PARTITION BY r.hook ORDER BY x.next_retry_at, x.event_id) AS k
       FROM rooms r CROSS JOIN LATERAL (
         SELECT q.id, q.next_retry_at, q.event_id FROM delivery_queue q
         WHERE q.partition = r.part AND q.webhook_id = r.hook AND q.lease_owner IS NULL AND q.next_retry_at <= now()
@@ -421,8 +423,9 @@ BEGIN
       FROM (SELECT c.org FROM candidates c UNION SELECT b.org FROM busy b) o
     ), picked AS (
       SELECT t.delivery, t.k <= t.slots AS armed, t.others,
-             row_number() OVER (ORDER BY t.turn + coalesce(b.n, 0), t.due, t.ev) AS pos
-      FROM (SELECT c.*, row_number() OVER (PARTITION BY c.org ORDER BY c.k + c.held, c.due, c.ev) AS turn
+             row_number() OVER (ORDER BY t.turn + coalesce(b.n, 0), t.org_lot, t.due, t.ev) AS pos
+      FROM (SELECT c.*, row_number() OVER (PARTITION BY c.org ORDER BY c.k + c.held, c.lot, c.due, c.ev) AS turn,
+                   min(c.lot) OVER (PARTITION BY c.org) AS org_lot
             FROM candidates c) t
       LEFT JOIN busy b ON b.org = t.org
       WHERE t.turn <= (SELECT s.fair FROM share s) - coalesce(b.n, 0)

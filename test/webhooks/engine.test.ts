@@ -436,6 +436,32 @@ test('a claim short of room goes first to the organizations and webhooks holding
   assert.equal(hook?.webhook_id, second.id, 'the webhook holding nothing goes before its older sibling');
 });
 
+test('webhooks and organizations holding equally take turns by lot, not by the age of their deliveries', async () => {
+  await drain();
+  // One organization, two webhooks: the first with older deliveries than the second's.
+  const t = await webhookTenant(svc);
+  const older = await createWebhook(svc, t, receiver.url(`/e/${randomUUID()}`), ['booking.created']);
+  for (let i = 0; i < 2; i++) await putBooking(svc, t.organization.id);
+  await publishEvents(q);
+  const newer = await createWebhook(svc, t, receiver.url(`/e/${randomUUID()}`), ['booking.created']);
+  await q.query('UPDATE webhooks SET events = $2 WHERE id = $1', [older.id, '{booking.updated}']);
+  for (let i = 0; i < 2; i++) await putBooking(svc, t.organization.id);
+  await publishEvents(q);
+  // And another organization whose deliveries are newer still.
+  const late = await backlog(2);
+  // Each claim has room for one; what it took is let go again, so every claim finds the same queue.
+  const taken = new Map<string, number>();
+  for (let i = 0; i < 80; i++) {
+    const [c] = (await exchange(q, [], claim({ take: 1, hold: 10, bound: 4 }))).claimed;
+    assert.ok(c);
+    taken.set(c.webhook_id, (taken.get(c.webhook_id) ?? 0) + 1);
+    await exchange(q, [], claim({ released: [c.id], take: 0 }));
+  }
+  // Each has a chance of 1 in 4 or better at each draw: chance alone leaves one out of 80 about once in 5 billion.
+  for (const hook of [older.id, newer.id, late.hook.id])
+    assert.ok((taken.get(hook) ?? 0) > 0, `${hook} had a turn`);
+});
+
 test('the last final outcome of an event drops the booking kept for its bodies, in the same write', async () => {
   await drain();
   const { hook } = await backlog(1);
