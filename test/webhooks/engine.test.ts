@@ -329,51 +329,52 @@ test('a worker arms and claims nothing in a partition it no longer owns, though 
   );
 });
 
+/**
+ * Runs `call` while `holding` holds the worker's lock in `mode` in a transaction of its own: answers
+ * whether `call` had to wait for it (it asked for the lock and was not granted it), then what it
+ * answered once the lock was let go.
+ */
+async function behindLock<T>(mode: 'shared' | 'exclusive', call: () => Promise<T>): Promise<[boolean, T]> {
+  let settled = false;
+  let calling: Promise<T> | undefined;
+  let waited = false;
+  let blocked = false;
+  await svc.db.tx(async (holding) => {
+    const fn = mode === 'shared' ? 'pg_advisory_xact_lock_shared' : 'pg_advisory_xact_lock';
+    await holding.query(`SELECT ${fn}(734110906, hashtext($1::text))`, [lone.id]);
+    calling = call().finally(() => {
+      settled = true;
+    });
+    const other = mode === 'shared' ? 'ExclusiveLock' : 'ShareLock';
+    while (!settled && !waited) {
+      const rows = await holding.query(
+        "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND mode = $1 AND NOT granted",
+        [other],
+      );
+      waited = rows.length > 0;
+      if (!waited) await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    // Read before the lock is let go: once it is, the call goes on.
+    blocked = waited && !settled;
+  });
+  return [blocked, await (calling as Promise<T>)];
+}
+
 test('a worker’s exchange waits while a beat lets its partitions go: ownership never changes during one', {
   skip: q.kind === 'pglite' ? 'one connection on the embedded database' : false,
 }, async () => {
   await drain();
   await backlog(1);
-  let done = false;
-  let exchanging: Promise<unknown> = Promise.resolve();
-  await svc.db.tx(async (beating) => {
-    // What a beat holds while it lets the worker's partitions go.
-    await beating.query('SELECT pg_advisory_xact_lock(734110906, hashtext($1::text))', [lone.id]);
-    exchanging = exchange(q, [], claim()).then((r) => {
-      done = true;
-      return r;
-    });
-    while (!done) {
-      const waiting = await beating.query(
-        "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock' AND NOT granted",
-      );
-      if (waiting.length > 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-    assert.equal(done, false, 'the exchange waits for the beat');
-  });
-  assert.equal(((await exchanging) as { claimed: unknown[] }).claimed.length, 1, 'then claims');
-  // The other way round: a beat that lets the worker's partitions go waits for its exchange under way.
-  // A worker joins: the division gives it a share, which the first worker lets go at its next beat.
+  // What a beat holds while it lets the worker's partitions go.
+  const [waited, got] = await behindLock('exclusive', () => exchange(q, [], claim()));
+  assert.equal(waited, true, 'the exchange waits for the beat');
+  assert.equal(got.claimed.length, 1, 'then claims');
+  // The other way round: a beat that lets the worker's partitions go waits for its exchange under
+  // way. A worker joins: the division gives it a share, which the first lets go at its next beat.
   await beat(q, worker(), 60_000);
-  let beaten = false;
-  let beating: Promise<number[]> = Promise.resolve([]);
-  await svc.db.tx(async (exchanging) => {
-    await exchanging.query('SELECT pg_advisory_xact_lock_shared(734110906, hashtext($1::text))', [lone.id]);
-    beating = beat(q, lone, 60_000).then((parts) => {
-      beaten = true;
-      return parts;
-    });
-    while (!beaten) {
-      const waiting = await exchanging.query(
-        "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND NOT granted",
-      );
-      if (waiting.length > 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-    assert.equal(beaten, false, 'the beat waits for the exchange');
-  });
-  assert.ok((await beating).length < 64, 'then lets the newcomer’s share go');
+  const [beatWaited, parts] = await behindLock('shared', () => beat(q, lone, 60_000));
+  assert.equal(beatWaited, true, 'the beat waits for the exchange');
+  assert.ok(parts.length < 64, 'then lets the newcomer’s share go');
 });
 
 test('a claim takes only from the partitions it is given', async () => {
