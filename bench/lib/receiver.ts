@@ -22,11 +22,19 @@ export interface Arrival {
   body: string;
 }
 
-/** A request beyond a webhook's bound: what was in flight there, and which process sent each. */
+/** A request in flight: its delivery and attempt, since when (performance.now()), and its sender's pid. */
+interface Open {
+  deliveryId: string;
+  attempt: number;
+  since: number;
+  pid: number | null;
+}
+
+/** A request beyond a webhook's bound: what was in flight there. */
 export interface Excess {
   at: number;
   path: string;
-  open: { deliveryId: string; attempt: number; since: number; pid: number | null }[];
+  open: Open[];
 }
 
 export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
@@ -75,7 +83,7 @@ export async function startReceiver() {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
-  const open = new Map<string, Set<{ deliveryId: string; attempt: number; since: number; port: number }>>();
+  const open = new Map<string, Set<Open & { port: number }>>();
   server.on('request', (req, res) => {
     const path = req.url ?? '';
     const now = (receiver.inFlight.get(path) ?? 0) + 1;
@@ -85,6 +93,7 @@ export async function startReceiver() {
       deliveryId: String(req.headers['x-svc-delivery'] ?? ''),
       attempt: Number(req.headers['x-svc-attempt'] ?? 0),
       since: performance.now(),
+      pid: null,
       port: req.socket.remotePort ?? 0,
     };
     const here = open.get(path) ?? new Set();
@@ -120,10 +129,7 @@ export async function startReceiver() {
     });
   });
   /** The senders' processes, by their sockets' ports (`ss`, this machine's loopback). */
-  const excess = (
-    path: string,
-    here: Iterable<{ deliveryId: string; attempt: number; since: number; port: number }>,
-  ): Excess => {
+  const excess = (path: string, here: Iterable<Open & { port: number }>): Excess => {
     const pids = new Map<number, number>();
     const port = (server.address() as AddressInfo).port;
     const ss = execFileSync('ss', ['-tnpH', 'state', 'established', `dport = :${port}`], {
@@ -133,12 +139,7 @@ export async function startReceiver() {
       const m = /:(\d+)\s+\S+:\d+\s+users:\(\("[^"]*",pid=(\d+)/.exec(line);
       if (m) pids.set(Number(m[1]), Number(m[2]));
     }
-    const open = [...here].map((o) => ({
-      deliveryId: o.deliveryId,
-      attempt: o.attempt,
-      since: o.since,
-      pid: pids.get(o.port) ?? null,
-    }));
+    const open = [...here].map(({ port, ...o }) => ({ ...o, pid: pids.get(port) ?? null }));
     return { at: performance.now(), path, open };
   };
   return receiver;

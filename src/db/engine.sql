@@ -302,18 +302,19 @@ DECLARE
   hook_parts smallint[];
   written_ids uuid[];
   tally_rows jsonb;
-  unarmed_ids uuid[];
+  unarmed_ids uuid[] := '{}';
   backlog_parts smallint[];
 BEGIN
   PERFORM pg_advisory_xact_lock_shared(734110906, hashtext(worker::text));
-  parts := ARRAY(SELECT p.partition FROM delivery_partitions p WHERE p.owner = worker AND p.partition = ANY (parts));
-  WITH armed_now AS (
-    UPDATE delivery_queue q SET sent = true
-    WHERE q.id = ANY (sent_leases) AND q.lease_owner = worker
-      AND EXISTS (SELECT 1 FROM delivery_partitions p WHERE p.partition = q.partition AND p.owner = worker)
-    RETURNING q.id
-  )
-  SELECT ARRAY(SELECT s.x FROM unnest(sent_leases) AS s(x) EXCEPT SELECT a.id FROM armed_now a) INTO unarmed_ids;
+  IF cardinality(sent_leases) > 0 THEN
+    WITH armed_now AS (
+      UPDATE delivery_queue q SET sent = true
+      WHERE q.id = ANY (sent_leases) AND q.lease_owner = worker
+        AND EXISTS (SELECT 1 FROM delivery_partitions p WHERE p.partition = q.partition AND p.owner = worker)
+      RETURNING q.id
+    )
+    SELECT ARRAY(SELECT s.x FROM unnest(sent_leases) AS s(x) EXCEPT SELECT a.id FROM armed_now a) INTO unarmed_ids;
+  END IF;
   IF cardinality(released_leases) > 0 THEN
     UPDATE delivery_queue q SET lease_owner = NULL, lease_token = NULL, lease_until = NULL, sent = false
     WHERE q.id = ANY (released_leases) AND q.lease_owner = worker;
@@ -380,6 +381,7 @@ BEGIN
   END IF;
 
   IF take > 0 THEN
+    parts := ARRAY(SELECT p.partition FROM delivery_partitions p WHERE p.owner = worker AND p.partition = ANY (parts));
     -- A skip scan of the queue's index: one probe per partition and per webhook with waiting
     -- deliveries, however deep any backlog.
     WITH RECURSIVE walk AS (
