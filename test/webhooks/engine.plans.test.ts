@@ -118,6 +118,27 @@ test('the publisher and the exchange read the outbox and the queue by key, also 
   }
 });
 
+test('the engine’s connections never compile a plan: a small table read whole is not worth it', {
+  skip: usingServer ? false : 'needs PostgreSQL: JIT compilation',
+}, async () => {
+  const { db, drop } = await openTestDb();
+  const engine = db.withPlansKept(1);
+  try {
+    // The beat's look for dead workers reads delivery_workers whole: with sequential scans off its
+    // cost passes jit_above_cost, and PostgreSQL compiled it at every run (about 80 ms each).
+    const [plan] = await engine.query<{ 'QUERY PLAN': [Record<string, unknown>] }>(
+      `EXPLAIN (ANALYZE, FORMAT JSON)
+       SELECT w.id FROM delivery_workers w WHERE w.seen_at < now() - make_interval(secs => 5)`,
+    );
+    const top = plan?.['QUERY PLAN'][0] ?? {};
+    assert.ok((top.Plan as { 'Total Cost': number })['Total Cost'] > 100_000, 'costed above jit_above_cost');
+    assert.equal(top.JIT, undefined, 'and not compiled');
+  } finally {
+    await engine.close();
+    await drop();
+  }
+});
+
 test("a delivery's history row is written once per attempt, in place: the claim writes only the queue beside it", async () => {
   const { db, drop } = await openTestDb();
   try {
