@@ -326,6 +326,22 @@ async function pathsOwnedBy(b: Bench, pid: number): Promise<Set<string>> {
 }
 
 /**
+ * When (ms after `at`) the killed worker with this pid was found dead and every partition had an
+ * owner again: the engine's part of the handover, before any claim.
+ */
+async function handedOver(b: Bench, pid: number, at: number): Promise<number> {
+  for (;;) {
+    const { rows } = await b.client.query<{ pending: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM delivery_workers WHERE pid = $1)
+           OR EXISTS (SELECT 1 FROM delivery_partitions WHERE owner IS NULL) AS pending`,
+      [pid],
+    );
+    if (!rows[0]?.pending) return performance.now() - at;
+    await r.sleep(25);
+  }
+}
+
+/**
  * How long after `at` each of the webhooks at `paths` next received a delivery: the longest wait,
  * and how many waited over 1 s.
  */
@@ -381,6 +397,7 @@ async function rebalanceScenario(b: Bench, tenants: Tenant[]) {
     const killedAt = performance.now();
     await workers[1]?.stop('SIGKILL');
     note('worker 2 SIGKILLed');
+    const takenMs = handedOver(b, workers[1]?.pid ?? 0, killedAt);
     // The SIGTERM comes once the killed worker's lease has ended and its share was taken, so that
     // each handover is measured on its own.
     await reach(0.6);
@@ -407,6 +424,8 @@ async function rebalanceScenario(b: Bench, tenants: Tenant[]) {
       firstArrivalAfterFirstAttempt: [...firstAttempt.values()].filter((n) => n > 1).length,
       maxInFlightPerWebhook: Math.max(0, ...b.receiver.maxInFlight.values()),
       ...resumption(all, killedAt, killed),
+      /** When the killed worker's partitions all had an owner again (s after the kill). */
+      takenSeconds: r.round((await takenMs) / 1000, 2),
       /** The same after the SIGTERM, for the stopped worker's webhooks: its share is handed back at once. */
       stoppedResumedSeconds: resumption(all, stoppedAt, stopped).resumedSeconds,
       events,
@@ -528,7 +547,7 @@ function render(x: WebhookResult): string {
         `${b.events.map((e) => `${e.what} at ${e.at} s`).join(', ')}. ` +
         `Lost ${b.lost}, duplicates ${b.duplicates}, first arrivals with an attempt above 1: ${b.firstArrivalAfterFirstAttempt}; ` +
         `most attempts in flight at one webhook ${b.maxInFlightPerWebhook} (bound ${b.settings.perWebhook}); ` +
-        `after the kill every webhook of the killed worker with work left had a delivery within ${b.resumedSeconds ?? '-'} s ` +
+        `after the kill its partitions had new owners within ${b.takenSeconds ?? '-'} s and every webhook of the killed worker with work left had a delivery within ${b.resumedSeconds ?? '-'} s ` +
         `(${b.webhooksPausedOverSecond} waited over 1 s); after the SIGTERM every webhook of the stopped worker ` +
         `within ${b.stoppedResumedSeconds ?? '-'} s.`,
   ]
