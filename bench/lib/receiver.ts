@@ -83,7 +83,7 @@ export async function startReceiver() {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
-  const open = new Map<string, Set<Open & { port: number }>>();
+  const openByPath = new Map<string, Set<Open & { port: number }>>();
   server.on('request', (req, res) => {
     const path = req.url ?? '';
     const now = (receiver.inFlight.get(path) ?? 0) + 1;
@@ -96,8 +96,8 @@ export async function startReceiver() {
       pid: null,
       port: req.socket.remotePort ?? 0,
     };
-    const here = open.get(path) ?? new Set();
-    open.set(path, here.add(mine));
+    const here = openByPath.get(path) ?? new Set();
+    openByPath.set(path, here.add(mine));
     if (now > receiver.bound) receiver.excesses.push(excess(path, here));
     // Over once the answer is written, or the connection ends first. The answer's 'close' comes
     // later: TLS reports a write done in a later phase of the loop, after the sender may have read
