@@ -1,17 +1,14 @@
-// A second reporter for scripts/test.mjs: how long each test file took, from its process's start
-// to its last report, written as JSON to its destination ({ "<file>": ms }). The next run starts
-// the longest files first, so that the two lanes end together instead of one waiting on the last
-// long file.
+// A second reporter for scripts/test-run.mjs: how long each test file's process ran, written as
+// JSON to its destination ({ "<file>": ms }). The next run starts the longest files first, so
+// that the lanes end together instead of one waiting on the last long file. The file's own
+// `test:complete` arrives when its process ends; the other events of a file wait for the files
+// before it in the list to be reported, so their times are not the file's.
 export default async function* timings(source) {
-  const started = new Map();
-  const ended = new Map();
-  for await (const event of source) {
-    const file = event.data?.file;
-    if (!file) continue;
-    if (event.type === 'test:dequeue' && event.data.name === file) started.set(file, performance.now());
-    else ended.set(file, performance.now());
-  }
   const result = {};
-  for (const [file, at] of started) result[file] = Math.round((ended.get(file) ?? at) - at);
+  for await (const event of source) {
+    const { file, name, details } = event.data ?? {};
+    if (event.type === 'test:complete' && file && name === file)
+      result[file] = Math.round(details.duration_ms);
+  }
   yield `${JSON.stringify(result, null, 1)}\n`;
 }

@@ -9,7 +9,7 @@
 // The run is CPU-bound on two cores, and most of a small file's CPU was its process starting, so:
 // - the files run from JavaScript bundles (scripts/test-compile.mjs), on node without a loader;
 // - PGlite's WebAssembly stays in V8's baseline compiler (--liftoff-only, below);
-// - the files start longest first, by the times of the last run (scripts/test-timings.mjs).
+// - the files start longest first, by the times of the last run (scripts/test-run.mjs).
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
@@ -81,7 +81,7 @@ if (process.env.TEST_DATABASE_URL && process.env.TEST_REDIS_URL) {
   runs.push({
     name: 'PostgreSQL and Redis',
     env: { SVC_TEST_CLI: compiledPath(tree, 'src/cli.ts') },
-    concurrency: 4,
+    concurrency: 3,
   });
 }
 
@@ -107,12 +107,9 @@ for (const suite of runs) {
     process.execPath,
     [
       ...NODE_OPTIONS,
-      '--test',
-      `--test-concurrency=${suite.concurrency}`,
-      '--test-reporter=spec',
-      '--test-reporter-destination=stdout',
-      `--test-reporter=${join(ROOT, 'scripts', 'test-timings.mjs')}`,
-      `--test-reporter-destination=${measured}`,
+      join(ROOT, 'scripts', 'test-run.mjs'),
+      measured,
+      String(suite.concurrency),
       ...ordered.map((file) => compiledPath(tree, file)),
     ],
     { cwd: ROOT, stdio: 'inherit', env: { ...process.env, ...suite.env } },

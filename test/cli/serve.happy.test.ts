@@ -7,7 +7,7 @@ import { chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { svc } from '../support/processes.js';
+import { freePort, svc } from '../support/processes.js';
 
 const TOKEN = 'cli-test-operator-token-0123456789abcdef';
 
@@ -43,8 +43,7 @@ async function answers(address: string, port: number): Promise<boolean> {
 }
 
 test('serve --demo listens on loopback, prints a working key kept across restarts; admin, data and shutdown behave', async () => {
-  const port = 18_400 + (process.pid % 500);
-  const operatorPort = port + 1;
+  const [port, operatorPort] = [await freePort(), await freePort()];
   const base = `http://127.0.0.1:${port}/api/v1`;
 
   const first = await startDemo(port, operatorPort);

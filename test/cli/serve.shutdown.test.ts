@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { dataDirMigrated } from '../support/pglite-template.js';
-import { svc } from '../support/processes.js';
+import { freePort, svc } from '../support/processes.js';
 
 const GRACE_MS = 1500;
 
@@ -48,12 +48,12 @@ function rawClient(port: number) {
 }
 
 test('SIGTERM: idle connections close at once, requests in flight finish, stragglers are cut at the grace period', async () => {
-  const port = 19_000 + (process.pid % 500);
+  const port = await freePort();
   const server = svc(['serve', '--demo'], {
     DATABASE_URL: '',
     SVC_DATA_DIR: dataDir,
     SVC_PORT: String(port),
-    SVC_OPERATOR_PORT: String(port + 1),
+    SVC_OPERATOR_PORT: String(await freePort()),
     SVC_HOST: '127.0.0.1',
     SVC_SHUTDOWN_GRACE_MS: String(GRACE_MS),
     SVC_REQUEST_TIMEOUT_MS: '30000',

@@ -2,6 +2,7 @@
 // dist), the examples, shell commands. Every process started here is killed after the file's last
 // test, so a failed assertion never leaves one running.
 import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
+import { randomInt } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import type { Readable } from 'node:stream';
@@ -119,14 +120,24 @@ export function svc(args: string[], env: Record<string, string>): Started {
   return start(command, argv, { env: { ...process.env, SVC_LOG_LEVEL: 'warn', ...env } });
 }
 
-/** A TCP port free on loopback right now. */
+/**
+ * A TCP port free on loopback right now, for a process started next to listen on. Taken below the
+ * kernel's ephemeral range (32768 and up on Linux): a port from that range, once released, could
+ * be handed to any other process binding port 0 or connecting out before the one it was meant for
+ * binds it (seen: a receiver of another test file took `npm start`'s operator port).
+ */
 export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (typeof address !== 'object' || address === null) throw new Error('no port');
-  return address.port;
+  for (;;) {
+    const port = randomInt(10_000, 32_768);
+    const server = createServer();
+    const bound = await new Promise<boolean>((resolve) => {
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => resolve(true));
+    });
+    if (!bound) continue;
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    return port;
+  }
 }
 
 /** Everything a process printed once it has exited: its exit can come before the last of its output is read. */

@@ -37,7 +37,8 @@ async function oneDelivery(answer: (n: number) => Behaviour, tenant?: Tenant) {
 const final = (d: DeliveryView[]) =>
   d.length === 1 && (d[0]?.status === 'succeeded' || d[0]?.status === 'dead');
 
-describe('retries', () => {
+// Each test has a tenant and a path of its own: they wait on their schedules side by side.
+describe('retries', { concurrency: true }, () => {
   test('a 500 is retried on the schedule and is dead after the eighth attempt', async () => {
     const { t, hook, path } = await oneDelivery(() => ({ status: 500, body: 'database down' }));
     const [d] = await deliveriesUntil(svc, t, hook.id, final);

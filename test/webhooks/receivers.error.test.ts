@@ -18,7 +18,7 @@ import {
   webhookTenant,
 } from '../support/webhooks.js';
 
-const TIMEOUT_MS = 3_000;
+const TIMEOUT_MS = 2_000;
 // Three quick attempts, then a minute's wait: every delivery below settles after its third attempt
 // (a permanent 4xx is dead by then).
 const { svc, receiver } = await webhookHarness({

@@ -45,6 +45,8 @@ function svc(args: string[], env: Record<string, string>) {
     SVC_WEBHOOK_CA_FILE: receiver.caFile,
     SVC_WEBHOOK_TIMEOUT_MS: '20000',
     SVC_WEBHOOK_LEASE_SECONDS: '21',
+    // A worker is dead 3 s after its last beat (the default is 10 s).
+    SVC_WEBHOOK_WORKER_LEASE_MS: '3000',
     ...(serverUrl
       ? {
           DATABASE_URL: `${serverUrl}?options=${encodeURIComponent(`-c search_path=${schema}`)}`,
@@ -101,7 +103,8 @@ test('a delivery interrupted by SIGKILL arrives again with the same X-SVC-Delive
   await first.stop('SIGKILL');
   assert.equal(interrupted?.headers['x-svc-attempt'], '1');
 
-  // Another worker takes the delivery back once the dead one's 3 s lease has ended.
+  // Another worker takes the delivery back once the dead one's 3 s leases (its delivery's and its
+  // own) have ended.
   const second = serverUrl ? svc(['worker'], {}) : svc(['serve'], env);
   const [, again] = await receiver.waitFor(2, 45_000);
   assert.equal(again?.headers['x-svc-delivery'], interrupted?.headers['x-svc-delivery']);
