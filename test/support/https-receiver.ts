@@ -20,6 +20,8 @@ export interface ReceivedRequest {
   receivedAt: number;
   /** When the answer was written whole (Date.now()); absent while it is not, or when it never was. */
   answeredAt?: number;
+  /** When the exchange ended (answered, or its connection closed by either side); absent while open. */
+  closedAt?: number;
 }
 
 export type Behaviour =
@@ -83,6 +85,9 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
       requests.push(received);
       res.once('finish', () => {
         received.answeredAt = Date.now();
+      });
+      res.once('close', () => {
+        received.closedAt = Date.now();
       });
       for (const wake of waiters) wake();
       const answer = behaviour(received, requests.length);
