@@ -81,7 +81,7 @@ if (process.env.TEST_DATABASE_URL && process.env.TEST_REDIS_URL) {
   runs.push({
     name: 'PostgreSQL and Redis',
     env: { SVC_TEST_CLI: compiledPath(tree, 'src/cli.ts') },
-    concurrency: 3,
+    concurrency: 4,
   });
 }
 
