@@ -4,9 +4,11 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import pg from 'pg';
+import { freePort } from '../../test/support/ports.js';
 import { ROOT, sleep } from './report.js';
+
+export { freePort };
 
 export interface Child {
   pid: number;
@@ -14,14 +16,6 @@ export interface Child {
   cpuMs(): Promise<number | null>;
   /** SIGTERM (SIGKILL after 10 s), or the signal given; resolves when the process has exited. */
   stop(signal?: NodeJS.Signals): Promise<void>;
-}
-
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return typeof address === 'object' && address ? address.port : 0;
 }
 
 /** utime + stime of /proc/<pid>/stat in ms (USER_HZ is 100 on every Linux this runs on). */

@@ -2,12 +2,12 @@
 // dist), the examples, shell commands. Every process started here is killed after the file's last
 // test, so a failed assertion never leaves one running.
 import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
-import { randomInt } from 'node:crypto';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import type { Readable } from 'node:stream';
 import { after } from 'node:test';
 import { pathToFileURL } from 'node:url';
+
+export { freePort } from './ports.js';
 
 // The CLI from source under tsx (the single-file command), or the bundle of it scripts/test.mjs
 // made for the suite (SVC_TEST_CLI), which node runs without a loader.
@@ -118,26 +118,6 @@ export function start(
 export function svc(args: string[], env: Record<string, string>): Started {
   const [command, argv] = svcCommand(args);
   return start(command, argv, { env: { ...process.env, SVC_LOG_LEVEL: 'warn', ...env } });
-}
-
-/**
- * A TCP port free on loopback right now, for a process started next to listen on. Taken below the
- * kernel's ephemeral range (32768 and up on Linux): a port from that range, once released, could
- * be handed to any other process binding port 0 or connecting out before the one it was meant for
- * binds it (seen: a receiver of another test file took `npm start`'s operator port).
- */
-export async function freePort(): Promise<number> {
-  for (;;) {
-    const port = randomInt(10_000, 32_768);
-    const server = createServer();
-    const bound = await new Promise<boolean>((resolve) => {
-      server.once('error', () => resolve(false));
-      server.listen(port, '127.0.0.1', () => resolve(true));
-    });
-    if (!bound) continue;
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    return port;
-  }
 }
 
 /** Everything a process printed once it has exited: its exit can come before the last of its output is read. */
