@@ -1,10 +1,10 @@
-// Runs test files in the order given, `--test-concurrency` of them at a time: `node --test` sorts
-// its files by name, so the longest-first order scripts/test.mjs chooses would be lost (the
-// longest files, under test/webhooks/, started last and the run ended on one of them alone).
-// Reports as `node --test --test-reporter=spec` on stdout, and each file's time to the file
-// named by the first argument (scripts/test-timings.mjs).
+// Runs the test processes scripts/test.mjs made (process-<n>.mjs) in the order given,
+// `concurrency` of them at a time (`node --test` would sort them by name): first the files that
+// need a process of their own, then the lanes. Reports as `node --test --test-reporter=spec` on
+// stdout, and each test file's time to the file named by the first argument
+// (scripts/test-timings.mjs).
 //
-//   node [flags for the test processes] scripts/test-run.mjs <timings.json> <concurrency> <file>...
+//   node [flags for the test processes] scripts/test-run.mjs <timings.json> <concurrency> <process>...
 // The test processes inherit this process's flags.
 import { createWriteStream } from 'node:fs';
 import { run } from 'node:test';

@@ -1,17 +1,22 @@
 // Runs the suite on the embedded database with rate limits in memory, then, when
 // TEST_DATABASE_URL and TEST_REDIS_URL are set, once more on PostgreSQL and Redis.
 //
-// Every file keeps a process and a database of its own. On PGlite each file starts from one
-// migrated data directory (test/support/pglite-template.ts), made here once and again only when a
-// migration or PGlite changed: an initdb per file would cost each one seconds. Tests of a first
-// start on an empty database load a dump of a bare initdb, made the same way.
+// Every file keeps a database of its own. On PGlite each file starts from one migrated data
+// directory (test/support/pglite-template.ts), made here once and again only when a migration or
+// PGlite changed: an initdb per file would cost each one seconds. Tests of a first start on an
+// empty database load a dump of a bare initdb, made the same way.
 //
-// The run is CPU-bound on two cores, and most of a small file's CPU was its process starting, so:
+// The run is CPU-bound on two cores, and most of a small file's CPU was its process starting
+// (node, the modules, PGlite's WebAssembly: about 0.6 s of the 1.0 to 1.25 s a file cost before its
+// first test), so:
+// - the files share processes: one per lane, running one file after the other, each in a suite
+//   of its own, the longest left first by the times of the last run (scripts/test-group.mjs). A
+//   file that asserts on the whole process (its timers, its memory, its event loop's delay) keeps a
+//   process of its own: it says so on a line starting `// A process of its own:`;
 // - the files run from JavaScript bundles (scripts/test-compile.mjs), on node without a loader;
-// - PGlite's WebAssembly stays in V8's baseline compiler (--liftoff-only, below);
-// - the files start longest first, by the times of the last run (scripts/test-run.mjs).
+// - PGlite's WebAssembly stays in V8's baseline compiler (--liftoff-only, below).
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { compiledPath, compileTree } from './test-compile.mjs';
@@ -41,7 +46,7 @@ function run(args, options = {}) {
 
 const only = process.argv.slice(2);
 const files = only.length
-  ? only
+  ? only.map((file) => relative(ROOT, resolve(file)))
   : [...collect('src'), ...collect('test'), ...collect('packages/client/test')].sort();
 
 // The files that start the built service (bin/svc.js, `npm start`) find dist/ current: built here
@@ -95,36 +100,62 @@ function lastTimings(name) {
 }
 const timingsFile = (name) => join(CACHE, `timings-${name.replace(/\W+/g, '-')}.json`);
 
+const OWN_PROCESS = /^\/\/ A process of its own:/m;
+
+/**
+ * The test processes of a pass (scripts/test-group.mjs says what each runs), written under `dir`:
+ * the files that ask for a process of their own, longest first, then `lanes` processes that share
+ * the other files, each taking the longest left when it is free. A file never timed counts as
+ * longest.
+ */
+function processes(dir, lanes, times) {
+  const ms = (file) => times[file] ?? Number.MAX_SAFE_INTEGER;
+  const own = (file) => OWN_PROCESS.test(readFileSync(join(ROOT, file), 'utf8'));
+  const entry = (file) => JSON.stringify([file, pathToFileURL(compiledPath(tree, file)).href]);
+  const runner = JSON.stringify(pathToFileURL(join(ROOT, 'scripts', 'test-group.mjs')).href);
+  const queue = join(dir, 'queue');
+  mkdirSync(queue, { recursive: true });
+  const longestFirst = [...files].sort((a, b) => ms(b) - ms(a));
+  longestFirst
+    .filter((f) => !own(f))
+    .forEach((file, i) => {
+      writeFileSync(join(queue, String(i).padStart(5, '0')), entry(file));
+    });
+  const modules = [
+    ...longestFirst.filter(own).map((file) => `await describeFile(...${entry(file)});`),
+    ...Array.from({ length: lanes }, () => `await takeFiles(${JSON.stringify(queue)});`),
+  ];
+  return modules.map((code, i) => {
+    const path = join(dir, `process-${i + 1}.mjs`);
+    writeFileSync(path, `import { describeFile, takeFiles } from ${runner};\n${code}\n`);
+    return path;
+  });
+}
+
 let failed = false;
 /** The times of the pass before, for a pass never timed here (a fresh clone's second database). */
 let previous = {};
 for (const suite of runs) {
   console.log(`\n# suite on ${suite.name} (node ${process.version})`);
   const started = performance.now();
-  // Longest first (a file never timed counts as longest), so that the lanes end together.
   const before = lastTimings(suite.name);
   const known = Object.keys(before).length > 0 ? before : previous;
-  const ordered = [...files].sort((a, b) => (known[b] ?? 1e9) - (known[a] ?? 1e9));
-  const measured = join(CACHE, `timings.${process.pid}.json`);
+  const dir = join(CACHE, `run-${process.pid}`);
+  mkdirSync(dir, { recursive: true });
+  const entries = processes(dir, suite.concurrency, known);
+  const measured = join(dir, 'timings.json');
   const result = spawnSync(
     process.execPath,
-    [
-      ...NODE_OPTIONS,
-      join(ROOT, 'scripts', 'test-run.mjs'),
-      measured,
-      String(suite.concurrency),
-      ...ordered.map((file) => compiledPath(tree, file)),
-    ],
+    [...NODE_OPTIONS, join(ROOT, 'scripts', 'test-run.mjs'), measured, String(suite.concurrency), ...entries],
     { cwd: ROOT, stdio: 'inherit', env: { ...process.env, ...suite.env } },
   );
   // This run's times, over the last run's for files not run this time.
   try {
-    const now = JSON.parse(readFileSync(measured, 'utf8'));
-    for (const [file, ms] of Object.entries(now)) before[relative(tree, file).replace(/\.js$/, '.ts')] = ms;
+    Object.assign(before, JSON.parse(readFileSync(measured, 'utf8')));
     writeFileSync(timingsFile(suite.name), `${JSON.stringify(before, null, 1)}\n`);
     previous = before;
   } catch {}
-  rmSync(measured, { force: true });
+  rmSync(dir, { recursive: true, force: true });
   console.log(`# ${suite.name}: ${Math.round((performance.now() - started) / 1000)} s`);
   if (result.status !== 0) failed = true;
 }

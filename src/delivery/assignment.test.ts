@@ -1,6 +1,7 @@
 // A worker's assignment: one beat at a time, one timer for the next, none left once it has left.
 // The database's side (delivery_worker_beat, _leave) is tested in test/webhooks/engine.test.ts;
 // here a table of the statements it was sent stands for it, each beat answered when the test says.
+// A process of its own: it counts the process's timers.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Queryable } from '../db/db.js';

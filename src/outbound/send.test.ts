@@ -1,3 +1,4 @@
+// A process of its own: it measures the process's array buffers.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';

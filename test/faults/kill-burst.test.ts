@@ -3,6 +3,7 @@
 // and the `svc serve` that takes the feed is SIGKILLed once and restarted on its ports. When the
 // dust settles every delivery has succeeded at the receiver, none is left leased, and every
 // duplicate the receiver saw is an attempt that a kill interrupted. PostgreSQL and Redis only.
+// A process of its own: it measures the delay of the process's event loop.
 //
 // CI runs a small burst; `npm run bench:killburst` runs 5,000 changes
 // (SVC_KILLBURST_CHANGES, SVC_KILLBURST_RATE changes/s, 0 for as fast as the feed takes them) and

@@ -1,6 +1,7 @@
 // Real processes for tests of what a person runs: `svc` from source (as `npm start` runs it from
 // dist), the examples, shell commands. Every process started here is killed after the file's last
-// test, so a failed assertion never leaves one running.
+// test, so a failed assertion never leaves one running (where several files share a process,
+// when scripts/test-group.mjs says the file ended).
 import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import type { Readable } from 'node:stream';
@@ -30,8 +31,9 @@ function svcCommand(args: string[]): [string, string[]] {
 const children: ChildProcess[] = [];
 const groups = new WeakSet<ChildProcess>();
 
-after(() => {
-  for (const child of children) {
+/** Kills what is still running; it ends the file (its last `after`, or scripts/test-group.mjs's FILE_END). */
+function killChildren() {
+  for (const child of children.splice(0)) {
     if (child.exitCode !== null || child.signalCode !== null) continue;
     // A process group of its own (detached) is killed whole: npm and the node it started.
     if (child.pid !== undefined && groups.has(child)) {
@@ -42,7 +44,9 @@ after(() => {
       child.kill('SIGKILL');
     }
   }
-});
+}
+after(killChildren);
+process.on('svc:test-file-end', killChildren);
 
 export interface Started {
   child: ChildProcess;
