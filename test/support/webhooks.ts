@@ -73,6 +73,12 @@ export async function deliveryWorker(svc: TestService): Promise<Worker> {
 }
 
 /**
+ * The attempt time-out of webhookService: far above what a loaded machine takes to answer on
+ * loopback (with two processes burning both cores, first attempts took over 1.5 s).
+ */
+export const WEBHOOK_TIMEOUT_MS = 5000;
+
+/**
  * A service and a receiver its webhooks may reach, with no worker (the test starts and stops its
  * own), closed after the file's last test.
  */
@@ -86,8 +92,8 @@ export async function webhookService(
       SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
       SVC_WEBHOOK_CA_FILE: receiver.caFile,
       SVC_WEBHOOK_RETRY_SCHEDULE: FAST_SCHEDULE,
-      SVC_WEBHOOK_TIMEOUT_MS: '1500',
-      SVC_WEBHOOK_LEASE_SECONDS: '3',
+      SVC_WEBHOOK_TIMEOUT_MS: String(WEBHOOK_TIMEOUT_MS),
+      SVC_WEBHOOK_LEASE_SECONDS: '7',
       ...env,
     },
     resolve,
@@ -163,7 +169,7 @@ export async function deliveriesUntil(
   t: Tenant,
   webhookId: string,
   done: (deliveries: DeliveryView[]) => boolean,
-  timeoutMs = 10_000,
+  timeoutMs = 30_000,
 ): Promise<DeliveryView[]> {
   const until = Date.now() + timeoutMs;
   // Polls soon at first, then less often: a long wait stays well inside the key's rate limit.
