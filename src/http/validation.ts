@@ -93,6 +93,7 @@ const pending = new Map<() => unknown, () => void>();
 export function compilePending(): number {
   const n = pending.size;
   for (const [compile, check] of pending) {
+    pending.delete(compile); // a schema refused is refused once, not again at every later call
     check();
     compile();
   }
