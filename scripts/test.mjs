@@ -103,6 +103,23 @@ const timingsFile = (name) => join(CACHE, `timings-${name.replace(/\W+/g, '-')}.
 const OWN_PROCESS = /^\/\/ A process of its own:/m;
 
 /**
+ * SVC_TEST_SHUFFLE=<seed>: the files in an order drawn from the seed instead of longest first, to
+ * find a file that passes only after (or before) another in its process; the same seed, the same
+ * order.
+ */
+const SHUFFLE = process.env.SVC_TEST_SHUFFLE;
+function shuffled(list, seed) {
+  const out = [...list];
+  let state = seed >>> 0;
+  for (let i = out.length - 1; i > 0; i--) {
+    state = (Math.imul(state ^ (state >>> 15), 2246822507) + 0x9e3779b9) >>> 0;
+    const j = state % (i + 1);
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+}
+
+/**
  * The test processes of a pass (scripts/test-group.mjs says what each runs), written under `dir`:
  * the files that ask for a process of their own, longest first, then `lanes` processes that share
  * the other files, each taking the longest left when it is free. A file never timed counts as
@@ -115,7 +132,7 @@ function processes(dir, lanes, times) {
   const runner = JSON.stringify(pathToFileURL(join(ROOT, 'scripts', 'test-group.mjs')).href);
   const queue = join(dir, 'queue');
   mkdirSync(queue, { recursive: true });
-  const longestFirst = [...files].sort((a, b) => ms(b) - ms(a));
+  const longestFirst = SHUFFLE ? shuffled(files, Number(SHUFFLE)) : [...files].sort((a, b) => ms(b) - ms(a));
   longestFirst
     .filter((f) => !own(f))
     .forEach((file, i) => {
@@ -137,6 +154,7 @@ let failed = false;
 let previous = {};
 for (const suite of runs) {
   console.log(`\n# suite on ${suite.name} (node ${process.version})`);
+  if (SHUFFLE) console.log(`# files in the order of SVC_TEST_SHUFFLE=${SHUFFLE}`);
   const started = performance.now();
   const before = lastTimings(suite.name);
   const known = Object.keys(before).length > 0 ? before : previous;
