@@ -127,19 +127,18 @@ function shuffled(list, seed) {
  */
 function processes(dir, lanes, times) {
   const ms = (file) => times[file] ?? Number.MAX_SAFE_INTEGER;
-  const own = (file) => OWN_PROCESS.test(readFileSync(join(ROOT, file), 'utf8'));
   const entry = (file) => JSON.stringify([file, pathToFileURL(compiledPath(tree, file)).href]);
   const runner = JSON.stringify(pathToFileURL(join(ROOT, 'scripts', 'test-group.mjs')).href);
   const queue = join(dir, 'queue');
   mkdirSync(queue, { recursive: true });
-  const longestFirst = SHUFFLE ? shuffled(files, Number(SHUFFLE)) : [...files].sort((a, b) => ms(b) - ms(a));
-  longestFirst
-    .filter((f) => !own(f))
-    .forEach((file, i) => {
-      writeFileSync(join(queue, String(i).padStart(5, '0')), entry(file));
-    });
+  const order = SHUFFLE ? shuffled(files, Number(SHUFFLE)) : [...files].sort((a, b) => ms(b) - ms(a));
+  const own = [];
+  for (const [i, file] of order.entries()) {
+    if (OWN_PROCESS.test(readFileSync(join(ROOT, file), 'utf8'))) own.push(file);
+    else writeFileSync(join(queue, String(i).padStart(5, '0')), entry(file));
+  }
   const modules = [
-    ...longestFirst.filter(own).map((file) => `await describeFile(...${entry(file)});`),
+    ...own.map((file) => `await describeFile(...${entry(file)});`),
     ...Array.from({ length: lanes }, () => `await takeFiles(${JSON.stringify(queue)});`),
   ];
   return modules.map((code, i) => {
@@ -159,7 +158,6 @@ for (const suite of runs) {
   const before = lastTimings(suite.name);
   const known = Object.keys(before).length > 0 ? before : previous;
   const dir = join(CACHE, `run-${process.pid}`);
-  mkdirSync(dir, { recursive: true });
   const entries = processes(dir, suite.concurrency, known);
   const measured = join(dir, 'timings.json');
   const result = spawnSync(
