@@ -68,6 +68,21 @@ test('the budget is shared in turns, no organization above its fair share while 
   assert.equal(drain(alone).length, 7);
 });
 
+test('a webhook it held nothing of (one just taken over) goes before those that had a turn', () => {
+  const q = queue(1, 4);
+  const [a1, b1, a2, b2] = ['w1', 'w2', 'w1', 'w2'].map((w) => delivery('o1', w)) as Claimed[];
+  for (const d of [a1, b1, a2, b2]) q.hold(d as Claimed, 60_000);
+  for (const d of [a1, b1]) {
+    assert.deepEqual(drain(q), [d?.id], 'the webhooks take turns');
+    q.end(d as Claimed);
+  }
+  const gained = delivery('o1', 'taken');
+  q.hold(gained, 60_000);
+  assert.deepEqual(drain(q), [gained.id], 'before w1 and w2, which each had a turn');
+  q.end(gained);
+  assert.deepEqual(drain(q), [a2?.id], 'then the turns go on');
+});
+
 test('what it lets go is given back unsent: dropped, inactive, or too near its lease end', () => {
   const q = queue(8, 1);
   const a = delivery('o1', 'w1');

@@ -15,7 +15,7 @@
 // has in flight there while its partition changes hands, as each exchange reads them) and the organization's fair share of the
 // budget (the budget divided among the organizations it holds deliveries of, never above seven
 // eighths of it, so a newcomer finds room beside a tenant whose receivers hang). Organizations take
-// turns, and so do the webhooks of each. A hanging attempt costs a socket, not a core, so the
+// turns, and so do the webhooks of each, a webhook it held nothing of first. A hanging attempt costs a socket, not a core, so the
 // budget is sized for receivers that hang for the whole time-out.
 //
 // A delivery held until too near its lease's end to be attempted and written within it is let go
@@ -79,6 +79,8 @@ interface Hook {
   ended: number;
   /** Attempts of other workers in flight (a previous owner's): they count against the bound. */
   others: number;
+  /** It had a turn since it was held (it goes behind those that had none). */
+  served: boolean;
 }
 interface Org {
   running: number;
@@ -108,8 +110,17 @@ export function localQueue(limits: {
   const hookOf = (c: Claimed): Hook => {
     const org = orgs.get(c.organization_id) ?? { running: 0, hooks: new Map<string, Hook>() };
     orgs.set(c.organization_id, org);
-    const hook = org.hooks.get(c.webhook_id) ?? { queue: [], running: 0, ended: 0, others: 0 };
-    org.hooks.set(c.webhook_id, hook);
+    let hook = org.hooks.get(c.webhook_id);
+    if (hook === undefined) {
+      // A webhook the worker held nothing of (one it just took over) goes before those that had a
+      // turn: behind them it would wait a turn of each.
+      hook = { queue: [], running: 0, ended: 0, others: 0, served: false };
+      const rest = [...org.hooks];
+      org.hooks.clear();
+      for (const [id, h] of rest) if (!h.served) org.hooks.set(id, h);
+      org.hooks.set(c.webhook_id, hook);
+      for (const [id, h] of rest) if (h.served) org.hooks.set(id, h);
+    }
     return hook;
   };
   const tidy = (orgId: string, org: Org, hookId: string, hook: Hook) => {
@@ -172,6 +183,7 @@ export function localQueue(limits: {
           org.running++;
           running.set(held.claimed.id, Promise.resolve());
           // Turns: this webhook and this organization go to the back.
+          hook.served = true;
           org.hooks.delete(hookId);
           org.hooks.set(hookId, hook);
           orgs.delete(orgId);

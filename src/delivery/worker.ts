@@ -231,11 +231,12 @@ class DeliveryWorker {
     const outcomes = batch.take(now());
     // Holding all it may, it claims nothing now: an attempt that ends calls for the next claim.
     // Partitions it just took are claimed from first and alone, up to its budget beyond what it
-    // holds: their webhooks (a dead or stopping worker's) must not wait behind its own backlog.
+    // holds, their organizations' shares counted without what it holds of its own webhooks: theirs
+    // (a dead or stopping worker's) must not wait behind its own backlog.
     const gained = this.stopping ? [] : this.assigned.partitions.filter((p) => this.gained.has(p));
     this.gained.clear();
     if (gained.length > 0) {
-      await this.exchangeNow(outcomes, Math.max(held.room(), deps.config.concurrency), gained);
+      await this.exchangeNow(outcomes, Math.max(held.room(), deps.config.concurrency), gained, new Map());
       return 1;
     }
     const wanted = !this.stopping && held.room() > 0 && claims.due(now());
@@ -250,8 +251,16 @@ class DeliveryWorker {
     for (const webhook of this.held.webhooks()) yield partitionOf(webhook);
   }
 
-  /** One exchange (delivery_exchange): what it let go and arms, the outcomes, then a claim of `take`. */
-  private async exchangeNow(outcomes: Ended[], take: number, walk: readonly number[]) {
+  /**
+   * One exchange (delivery_exchange): what it let go and arms, the outcomes, then a claim of `take`,
+   * each organization's fair share less what it holds of it (`busy`).
+   */
+  private async exchangeNow(
+    outcomes: Ended[],
+    take: number,
+    walk: readonly number[],
+    busy = this.held.byOrganization(),
+  ) {
     const { deps, held, batch } = this;
     const { config } = deps;
     const released = held.released();
@@ -273,7 +282,7 @@ class DeliveryWorker {
         answering: arming.answering,
         shared: arming.shared,
         budget: HOLD * config.concurrency,
-        busy: held.byOrganization(),
+        busy,
       });
     } catch (error) {
       // The database refused: claims wait for the poll, the rest for the write's back-off.
