@@ -52,8 +52,6 @@ export interface LocalQueue {
   othersInFlight(counts: ReadonlyMap<string, number>): boolean;
   /** The exchange that armed `ids` was written. */
   armed(ids: readonly string[]): void;
-  /** The attempt of a taken delivery, settled when it has ended. */
-  attempting(id: string, done: Promise<void>): void;
   /** Its attempt ended (its outcome is the batch's now). */
   end(claimed: Claimed): void;
   /** Lets go of the queued deliveries `keep` refuses (the worker lost their partition, their webhook went inactive). */
@@ -68,8 +66,6 @@ export interface LocalQueue {
   webhooks(): Iterable<string>;
   /** The deliveries with attempts in flight. */
   runningIds(): string[];
-  /** Resolves once every attempt has ended, or after `graceMs`. */
-  settle(graceMs: number): Promise<void>;
 }
 
 interface Hook {
@@ -101,7 +97,7 @@ export function localQueue(limits: {
   startWithinMs: number;
 }): LocalQueue {
   const orgs = new Map<string, Org>();
-  const running = new Map<string, Promise<void>>();
+  const running = new Set<string>();
   let queued = 0;
   let armedWaiting = 0;
   let released: string[] = [];
@@ -181,7 +177,7 @@ export function localQueue(limits: {
           byId.delete(held.claimed.id);
           hook.running++;
           org.running++;
-          running.set(held.claimed.id, Promise.resolve());
+          running.add(held.claimed.id);
           // Turns: this webhook and this organization go to the back.
           hook.served = true;
           org.hooks.delete(hookId);
@@ -232,9 +228,6 @@ export function localQueue(limits: {
         }
       }
     },
-    attempting(id, done) {
-      if (running.has(id)) running.set(id, done);
-    },
     end(claimed) {
       if (!running.delete(claimed.id)) return;
       const org = orgs.get(claimed.organization_id);
@@ -275,16 +268,6 @@ export function localQueue(limits: {
     *webhooks() {
       for (const org of orgs.values()) yield* org.hooks.keys();
     },
-    runningIds: () => [...running.keys()],
-    async settle(graceMs) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        Promise.all(running.values()),
-        new Promise((resolve) => {
-          timer = setTimeout(resolve, graceMs);
-        }),
-      ]);
-      clearTimeout(timer);
-    },
+    runningIds: () => [...running],
   };
 }

@@ -78,7 +78,7 @@ export interface Worker {
   wake(): void;
   /**
    * Hands its partitions back at once, stops claiming, lets attempts in flight finish for up to
-   * `graceMs`, writes their outcomes, then gives back the leases of those still unfinished.
+   * `graceMs`, writing each outcome as it ends, then gives back the leases of those still unfinished.
    */
   stop(graceMs: number): Promise<void>;
 }
@@ -179,7 +179,7 @@ class DeliveryWorker {
     const { held, batch, deps } = this;
     for (let next = held.take(this.now()); next !== null; next = held.take(this.now())) {
       const { claimed, leaseEndsAt } = next;
-      const done = this.attempt(claimed).then(
+      void this.attempt(claimed).then(
         (a) => {
           noticeAttempt(deps.logger, claimed, a);
           batch.add({ claimed, recorded: a.recorded, leaseEndsAt, class: a.class });
@@ -191,7 +191,6 @@ class DeliveryWorker {
           this.ended(claimed);
         },
       );
-      held.attempting(claimed.id, done);
     }
   }
 
@@ -337,7 +336,13 @@ class DeliveryWorker {
     await this.assigned
       .leave()
       .catch((error) => this.report(error, 'partitions not handed back; they free at the lease'));
-    await held.settle(graceMs);
+    // Its attempts in flight finish within the grace period, each outcome written as it comes: the
+    // slot it frees is the webhook's next owner's at once, not once the slowest attempt has ended.
+    const until = performance.now() + graceMs;
+    while (held.running > 0 && performance.now() < until) {
+      await this.wakeup.wait(until - performance.now());
+      await this.exchangeNow(this.batch.unwritten(), 0, []);
+    }
     await this.exchangeNow(this.batch.unwritten(), 0, []);
     const unfinished = held.runningIds();
     if (unfinished.length === 0) return;

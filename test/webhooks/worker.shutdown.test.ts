@@ -3,7 +3,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { putBooking } from '../support/feed.js';
-import { createWebhook, deliveryWorker, webhookService, webhookTenant } from '../support/webhooks.js';
+import {
+  createWebhook,
+  deliveriesUntil,
+  deliveryWorker,
+  webhookService,
+  webhookTenant,
+} from '../support/webhooks.js';
 
 const { svc, receiver } = await webhookService({
   SVC_WEBHOOK_TIMEOUT_MS: '30000',
@@ -42,6 +48,48 @@ test('attempts still in flight after the grace period are handed back, and the n
     assert.equal(again?.headers['x-svc-attempt'], '2');
   } finally {
     await second.stop(1000);
+  }
+});
+
+test('a stopping worker writes each outcome as its attempt ends, not once the slowest has ended', async () => {
+  // Both receivers answer when the test says: the order of events, not time, decides.
+  const answer = new Map<string, () => void>();
+  let bothArrived = () => {};
+  const arrived = new Promise<void>((resolve) => {
+    bothArrived = resolve;
+  });
+  receiver.respond((req) => ({
+    custom: (res) => {
+      answer.set(req.path, () => {
+        res.writeHead(200);
+        res.end('ok');
+      });
+      if (answer.size === 2) bothArrived();
+    },
+  }));
+  const worker = await deliveryWorker(svc);
+  const t = await webhookTenant(svc);
+  const fast = await createWebhook(svc, t, receiver.url('/answers'), ['booking.created']);
+  await createWebhook(svc, t, receiver.url('/still-working'), ['booking.created']);
+  await putBooking(svc, t.organization.id);
+  await Promise.race([
+    arrived,
+    new Promise((_, reject) =>
+      setTimeout(() => reject(new Error('the attempts never arrived')), 10_000).unref(),
+    ),
+  ]);
+  let stopped = false;
+  const stopping = worker.stop(60_000).then(() => {
+    stopped = true;
+  });
+  try {
+    answer.get('/answers')?.();
+    const [written] = await deliveriesUntil(svc, t, fast.id, (ds) => ds[0]?.status === 'succeeded', 10_000);
+    assert.equal(written?.attempt, 1);
+    assert.equal(stopped, false, 'written while the other attempt still ran');
+  } finally {
+    answer.get('/still-working')?.();
+    await stopping;
   }
 });
 
