@@ -15,8 +15,8 @@
 // has in flight there while its partition changes hands, as each exchange reads them) and the organization's fair share of the
 // budget (the budget divided among the organizations it holds deliveries of, never above seven
 // eighths of it, so a newcomer finds room beside a tenant whose receivers hang). Organizations take
-// turns, and so do the webhooks of each, a webhook it held nothing of first. A hanging attempt costs a socket, not a core, so the
-// budget is sized for receivers that hang for the whole time-out.
+// turns, and so do the webhooks of each, a webhook it held nothing of first. A hanging attempt
+// costs a socket, not a core, so the budget is sized for receivers that hang for the whole time-out.
 //
 // A delivery held until too near its lease's end to be attempted and written within it is let go
 // unsent (`released`), as are those a worker lets go itself (`drop`): their leases go back uncounted.
