@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { launchChromium, needsChromium } from '../support/browser.js';
 import { putBooking } from '../support/feed.js';
 import { issuePortal } from '../support/portal.js';
@@ -51,13 +51,33 @@ test('an integrator opens the portal, sees a failing delivery, sends a test, pau
   });
   const failures: string[] = [];
   page.on('pageerror', (error) => failures.push(error.message));
+  const refused: string[] = [];
+  page.on('response', (r) => {
+    if (r.status() >= 400) refused.push(`${r.status()} ${r.request().method()} ${r.url()}`);
+  });
+  // A bound, not a wait: on a loaded machine (four suites' processes and Chromium on two cores) the
+  // first render once took longer than Playwright's default 30 s.
+  page.setDefaultTimeout(90_000);
+  /** Waits for `locator`; past the bound it says what the page showed, its errors and refused requests. */
+  const shown = (locator: Locator) =>
+    locator.waitFor().catch(async (error: Error) => {
+      const text = (
+        await page
+          .locator('body')
+          .innerText()
+          .catch(() => '')
+      ).slice(0, 500);
+      throw new Error(
+        `${error.message}\nthe page showed: ${text}\npage errors: ${failures.join('; ')}\nrefused: ${refused.join('; ')}`,
+      );
+    });
   mkdirSync(ARTIFACTS, { recursive: true });
 
   // Open from the link: the token leaves the address bar at once.
   const first = await link();
   await page.goto(first);
   const row = page.locator(`tr[data-webhook="${hook.id}"]`);
-  await row.waitFor();
+  await shown(row);
   assert.equal(new URL(page.url()).hash, '#/');
   assert.match((await page.locator('#who').textContent()) ?? '', /ERP/);
   assert.equal(await page.locator('tr[data-webhook]').count(), 1, 'only this integration’s webhooks');
@@ -71,7 +91,7 @@ test('an integrator opens the portal, sees a failing delivery, sends a test, pau
   );
   await page.reload();
   const failing = page.locator('tr[data-event-type="booking.created"][data-status="failed"]');
-  await failing.waitFor();
+  await shown(failing);
   const cells = await failing.locator('td').allTextContents();
   assert.equal(cells[3], '1 / 8');
   assert.equal(cells[4], '503');
@@ -83,16 +103,14 @@ test('an integrator opens the portal, sees a failing delivery, sends a test, pau
   // The receiver is fixed; a test is sent from the portal and seen to succeed.
   healthy = true;
   await page.getByRole('button', { name: 'Send a test' }).click();
-  await page
-    .locator('tr[data-event-type="webhook.test"][data-status="succeeded"]')
-    .waitFor({ timeout: 30_000 });
+  await shown(page.locator('tr[data-event-type="webhook.test"][data-status="succeeded"]'));
   const tested = await page.locator('tr[data-event-type="webhook.test"] td').allTextContents();
   assert.equal(tested[4], '200');
   await shot(page, 'portal-test-succeeded.png');
 
   // Paused from the portal: the API says so too.
   await page.locator('#pause').click();
-  await page.locator('#resume').waitFor();
+  await shown(page.locator('#resume'));
   assert.equal(await page.locator('#state').textContent(), 'paused');
   const paused = await expectOk(await svc.call('GET', `/webhooks/${hook.id}`, { key: tenant.key }));
   assert.equal(paused.active, false);
@@ -110,14 +128,14 @@ test('an integrator opens the portal, sees a failing delivery, sends a test, pau
   await page.locator('input[name=booking]').fill(booking);
   await page.getByRole('button', { name: 'Filter' }).click();
   await page.waitForURL(/#\/events\?type=booking.created&booking=/);
-  await page.locator('tr[data-event]').first().waitFor();
+  await shown(page.locator('tr[data-event]').first());
   assert.equal(await page.locator('tr[data-event]').count(), 1);
   assert.match((await page.locator('tr[data-event] td').nth(2).textContent()) ?? '', new RegExp(booking));
   await shot(page, 'portal-events.png');
 
   // Another integration's webhook cannot be reached from this session.
   await page.goto(`${base}/portal#/webhooks/${otherHook.id}`);
-  await page.locator('#not-found').waitFor();
+  await shown(page.locator('#not-found'));
   const direct = await page.evaluate(
     async (id) => (await fetch(`/portal/api/webhooks/${id}/deliveries`)).status,
     otherHook.id,
@@ -126,13 +144,14 @@ test('an integrator opens the portal, sees a failing delivery, sends a test, pau
 
   // The link was for one open only; an expired session is refused.
   const reuse = await browser.newPage();
+  reuse.setDefaultTimeout(90_000);
   await reuse.goto(first);
   await reuse.locator('#denied').waitFor();
   assert.match((await reuse.locator('#denied').textContent()) ?? '', /ya se usó|caducado/);
   await reuse.close();
   svc.clock.advance(60 * 60_000);
   await page.goto(`${base}/portal#/`);
-  await page.locator('#denied').waitFor();
+  await shown(page.locator('#denied'));
   assert.match((await page.locator('#denied').textContent()) ?? '', /caducado/);
   await shot(page, 'portal-expired.png');
 
